@@ -1,0 +1,48 @@
+// The index of every op Spore defines, in one X-macro list. Each op's definition (attributes,
+// inference, backward rule) lives in src/ops/<family>.cc; this list only names and numbers them
+// so that tables can be arrays. The IR stores op names, never these numbers.
+#pragma once
+#include <cstdint>
+
+// clang-format off
+#define SPORE_OP_LIST(X)                                                                        \
+  /* elementwise binary */                                                                      \
+  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                                      \
+  X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and) X(logical_or)                              \
+  /* elementwise unary */                                                                       \
+  X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(erf)          \
+  X(relu) X(relu6) X(gelu) X(gelu_tanh) X(silu) X(logical_not)                                  \
+  /* other elementwise */                                                                       \
+  X(where) X(cast) X(copy)                                                                      \
+  /* reductions */                                                                              \
+  X(sum) X(mean) X(max) X(min) X(argmax) X(argmin) X(var)                                       \
+  /* linear algebra */                                                                          \
+  X(matmul)                                                                                     \
+  /* shape and views */                                                                         \
+  X(reshape) X(permute) X(slice) X(expand) X(concat)                                   \
+  /* indexing */                                                                                \
+  X(gather) X(index_select) X(embedding)                                                        \
+  /* normalisation */                                                                           \
+  X(softmax) X(log_softmax)                                                                     \
+  /* creation */                                                                                \
+  X(fill) X(arange) X(random_uniform) X(random_normal)
+// clang-format on
+
+namespace spore {
+
+enum class OpId : uint16_t {
+#define SPORE_OP_ENUM(name) k_##name,
+  SPORE_OP_LIST(SPORE_OP_ENUM)
+#undef SPORE_OP_ENUM
+      kCount
+};
+inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
+
+// NOTE [Op-set version]
+// The IR records which op set a graph was written with. Adding, removing or changing the meaning
+// of an op changes the op set, so its version must change with it: the static_assert below fails
+// when the list changes and reminds whoever changed it to bump kOpSetVersion and the count.
+inline constexpr int kOpSetVersion = 1;
+static_assert(kNumOps == 57, "the op list changed: bump kOpSetVersion and update this count");
+
+}  // namespace spore

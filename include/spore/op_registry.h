@@ -1,0 +1,168 @@
+// The op registry: the single place an op is defined (NOTE [Op registry]).
+//
+// NOTE [Op registry]
+// Each op has one OpDef: its name, arity, attribute schema, which inputs join type promotion,
+// an inference function (output shapes and dtypes, and the dtype the kernel computes in), an
+// optional view function (ops whose outputs alias their input), an optional backward rule
+// (filled by the autograd issue, written with other ops), and a kernel table indexed by
+// [backend][compute dtype]. Eager dispatch, the capability matrix, and later autograd, graph
+// tracing and IR serialisation all read this table; none keeps a list of its own.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "spore/device.h"
+#include "spore/dtype.h"
+#include "spore/op_list.h"
+#include "spore/shape.h"
+#include "spore/tensor.h"
+
+namespace spore {
+
+// ---- attributes ------------------------------------------------------------------------------
+enum class AttrKind : uint8_t { kInt, kFloat, kBool, kDType, kInts, kString };
+using AttrValue = std::variant<int64_t, double, bool, DType, std::vector<int64_t>, std::string>;
+const char* attr_kind_name(AttrKind k);
+
+struct AttrSpec {
+  const char* name;
+  AttrKind kind;
+};
+
+// Attribute values of one call, positional in the order of the op's schema.
+class Attrs {
+ public:
+  static constexpr int kMax = 6;
+  Attrs() = default;
+  Attrs(std::initializer_list<AttrValue> values);
+  int size() const { return n_; }
+  const AttrValue& operator[](int i) const { return v_[i]; }
+  int64_t i(int k) const { return std::get<int64_t>(v_[k]); }
+  double f(int k) const { return std::get<double>(v_[k]); }
+  bool b(int k) const { return std::get<bool>(v_[k]); }
+  DType dtype(int k) const { return std::get<DType>(v_[k]); }
+  const std::vector<int64_t>& ints(int k) const { return std::get<std::vector<int64_t>>(v_[k]); }
+  const std::string& s(int k) const { return std::get<std::string>(v_[k]); }
+
+ private:
+  std::array<AttrValue, kMax> v_{};
+  int n_ = 0;
+};
+
+// ---- definitions ----------------------------------------------------------------------------
+struct TensorMeta {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+};
+
+// Small inline list of output metadata (most ops have one output).
+struct Inference {
+  static constexpr int kMaxOutputs = 4;
+  std::array<TensorMeta, kMaxOutputs> outputs;
+  int num_outputs = 1;
+  // The dtype that keys the kernel table; inputs marked for promotion are cast to it first.
+  DType compute = DType::kFloat32;
+  // Device of the outputs, for ops with no tensor inputs (creation ops).
+  Device device;
+};
+
+struct OpDef;
+struct InferArgs {
+  const OpDef& def;
+  std::span<const Tensor> inputs;
+  const Attrs& attrs;
+};
+using InferFn = void (*)(const InferArgs& args, Inference& out);
+
+// View ops build outputs that alias their first input; they need no kernel.
+using ViewFn = void (*)(std::span<const Tensor> inputs, const Attrs& attrs,
+                        std::span<Tensor> outputs);
+
+struct KernelCall {
+  const OpDef& def;
+  std::span<const Tensor> inputs;  // already on the kernel's device and in its dtype
+  std::span<Tensor> outputs;       // allocated, contiguous, in the inferred dtypes
+  const Attrs& attrs;
+};
+using KernelFn = void (*)(const KernelCall& call);
+
+// Backward rule (autograd issue): gradients of the inputs from the gradients of the outputs,
+// written with ops. An undefined tensor in the result means "no gradient for this input".
+struct BackwardArgs {
+  std::span<const Tensor> inputs;
+  std::span<const Tensor> outputs;
+  std::span<const Tensor> grad_outputs;
+  const Attrs& attrs;
+};
+using BackwardFn = std::vector<Tensor> (*)(const BackwardArgs& args);
+
+struct OpDef {
+  OpId id = OpId::kCount;
+  const char* name = "";
+  int num_inputs = 0;   // -1: variadic (at least one)
+  std::vector<AttrSpec> attrs;
+  uint32_t promote_mask = 0;  // bit i: input i is cast to the compute dtype before the kernel
+  InferFn infer = nullptr;
+  ViewFn view = nullptr;
+  BackwardFn backward = nullptr;
+  // Set for ops whose output dtype is the compute dtype (precision fallback casts back).
+  std::array<std::array<KernelFn, kNumDTypes>, kMaxBackends> kernels{};
+
+  KernelFn kernel(int backend, DType dtype) const { return kernels[backend][(int)dtype]; }
+  // Compute dtypes that `backend` has a kernel for (empty for view ops, which need none).
+  std::vector<DType> supported_dtypes(int backend) const;
+};
+
+// The table, built on first use: definitions from every op family, CPU kernels registered.
+const OpDef& op_def(OpId id);
+const OpDef* find_op(std::string_view name);  // nullptr when unknown
+std::span<const OpDef> all_ops();
+// Backends register kernels here (NOTE [Backends]).
+void register_kernel(OpId id, int backend, DType dtype, KernelFn fn);
+
+// ---- dispatch -------------------------------------------------------------------------------
+// Small inline list of outputs.
+class TensorList {
+ public:
+  static constexpr int kMax = Inference::kMaxOutputs;
+  int size() const { return n_; }
+  Tensor& operator[](int i) { return v_[i]; }
+  const Tensor& operator[](int i) const { return v_[i]; }
+  void resize(int n) { n_ = n; }
+  std::span<Tensor> span() { return {v_.data(), (size_t)n_}; }
+  std::vector<Tensor> to_vector() const { return {v_.begin(), v_.begin() + n_}; }
+
+ private:
+  std::array<Tensor, kMax> v_;
+  int n_ = 0;
+};
+
+// Runs an op eagerly: checks arity and attributes, infers, applies the precision mode, allocates
+// outputs and calls the kernel. Every error is raised here, synchronously, naming the op.
+TensorList dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs = {});
+Tensor dispatch1(OpId id, std::span<const Tensor> inputs, const Attrs& attrs = {});
+inline Tensor dispatch1(OpId id, std::initializer_list<Tensor> inputs, const Attrs& attrs = {}) {
+  return dispatch1(id, std::span<const Tensor>(inputs.begin(), inputs.size()), attrs);
+}
+
+// Observers see every dispatched op with its inputs and outputs: the hook autograd's tape and
+// graph tracing attach to. At most one per thread; nullptr detaches.
+class DispatchObserver {
+ public:
+  virtual ~DispatchObserver() = default;
+  virtual void on_op(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
+                     std::span<const Tensor> outputs) = 0;
+};
+DispatchObserver* set_dispatch_observer(DispatchObserver* observer);  // returns the previous one
+
+// Error helper for inference functions: throws kShape/kDType/... prefixed with the op's name.
+[[noreturn]] void op_error(const OpDef& def, ErrorCode code, const std::string& what);
+std::string describe_inputs(std::span<const Tensor> inputs);  // "float32[2, 3], int64[4]"
+
+}  // namespace spore

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what Spore needs to build and test on Debian 12, by package name. Idempotent: a
+# package already present is skipped, so a second run costs one dpkg query.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config git
+      libdnnl-dev libopenblas-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libcli11-dev)
+if [ "${1:-}" = "--bench" ]; then
+  # Peers for the comparison benchmarks only: the product never links them.
+  pkgs+=(libtorch-dev python3-torch python3-numpy)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

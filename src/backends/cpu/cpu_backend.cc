@@ -1,0 +1,40 @@
+// The CPU backend: host memory through the caching allocator (NOTE [Host allocator]) and the
+// kernels of every family. It is always present and is the reference other backends are tested
+// against.
+#include "../../core/allocator.h"
+#include "cpu_kernels.h"
+#include "spore/backend.h"
+
+#include <cstring>
+
+namespace spore {
+
+namespace {
+class CpuBackend final : public Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+  int device_count() const override { return 1; }
+  bool host_accessible() const override { return true; }
+  void* allocate(size_t bytes, int) override { return cpu::host_alloc(bytes); }
+  void deallocate(void* p, size_t bytes, int) override { cpu::host_free(p, bytes); }
+  void copy_to_host(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
+  void copy_from_host(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
+  void copy_on_device(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
+};
+}  // namespace
+
+void register_cpu_backend() { register_backend_at(kCpuBackend, std::make_unique<CpuBackend>()); }
+
+namespace cpu {
+void register_cpu_kernels() {
+  register_elementwise_kernels();
+  register_reduce_kernels();
+  register_matmul_kernels();
+  register_shape_kernels();
+  register_index_kernels();
+  register_norm_kernels();
+  register_creation_kernels();
+}
+}  // namespace cpu
+
+}  // namespace spore

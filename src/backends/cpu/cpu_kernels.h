@@ -1,0 +1,17 @@
+// Internal to the CPU backend: one registration function per kernel family
+// (src/backends/cpu/<family>_kernels.cc). Each registers its kernels for (op, dtype) pairs with
+// spore::register_kernel(op, kCpuBackend, dtype, fn).
+#pragma once
+#include "spore/op_registry.h"
+
+namespace spore::cpu {
+
+void register_elementwise_kernels();
+void register_reduce_kernels();
+void register_matmul_kernels();
+void register_shape_kernels();
+void register_index_kernels();
+void register_norm_kernels();
+void register_creation_kernels();
+
+}  // namespace spore::cpu

@@ -1,0 +1,135 @@
+#include "allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace spore::cpu {
+
+namespace {
+constexpr size_t kAlign = 64;
+constexpr size_t kSmallMax = 64 * 1024;
+constexpr int kSmallClasses = 11;  // 64 B .. 64 KiB
+constexpr size_t kPerClassKeep = 64;
+constexpr size_t kLargeCacheCap = size_t(2) << 30;
+
+int small_class(size_t bytes) {
+  int c = 0;
+  size_t s = 64;
+  while (s < bytes) s <<= 1, ++c;
+  return c;
+}
+size_t small_size(int c) { return size_t(64) << c; }
+
+// Rounds up to a class with 8 steps per power of two: at most 12.5% waste.
+size_t large_size(size_t bytes) {
+  size_t p = kSmallMax;
+  while (p * 2 <= bytes) p <<= 1;
+  size_t step = p / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+void* system_alloc(size_t bytes) {
+  void* p = std::aligned_alloc(kAlign, bytes);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+struct SmallCache {
+  std::vector<void*> lists[kSmallClasses];
+  ~SmallCache() {
+    for (auto& l : lists)
+      for (void* p : l) std::free(p);
+  }
+};
+thread_local SmallCache t_small;
+
+struct LargeCache {
+  std::mutex mu;
+  std::multimap<size_t, void*> blocks;
+  size_t bytes = 0;
+};
+LargeCache& large() {
+  static LargeCache* c = new LargeCache();  // leaked on purpose: outlives static tensors
+  return *c;
+}
+}  // namespace
+
+// Under AddressSanitizer the caches would hide use-after-free: every block goes to the system.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUseCaches = false;
+#else
+constexpr bool kUseCaches = true;
+#endif
+
+void* host_alloc(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  if (!kUseCaches) return system_alloc((bytes + kAlign - 1) / kAlign * kAlign);
+  if (bytes <= kSmallMax) {
+    int c = small_class(bytes);
+    auto& l = t_small.lists[c];
+    if (!l.empty()) {
+      void* p = l.back();
+      l.pop_back();
+      return p;
+    }
+    return system_alloc(small_size(c));
+  }
+  size_t sz = large_size(bytes);
+  {
+    LargeCache& lc = large();
+    std::lock_guard<std::mutex> lock(lc.mu);
+    auto it = lc.blocks.find(sz);
+    if (it != lc.blocks.end()) {
+      void* p = it->second;
+      lc.blocks.erase(it);
+      lc.bytes -= sz;
+      return p;
+    }
+  }
+  return system_alloc(sz);
+}
+
+void host_free(void* ptr, size_t bytes) {
+  if (!ptr) return;
+  if (!kUseCaches) return std::free(ptr);
+  if (bytes == 0) bytes = 1;
+  if (bytes <= kSmallMax) {
+    auto& l = t_small.lists[small_class(bytes)];
+    if (l.size() < kPerClassKeep) {
+      l.push_back(ptr);
+      return;
+    }
+    std::free(ptr);
+    return;
+  }
+  size_t sz = large_size(bytes);
+  LargeCache& lc = large();
+  {
+    std::lock_guard<std::mutex> lock(lc.mu);
+    if (lc.bytes + sz <= kLargeCacheCap) {
+      lc.blocks.emplace(sz, ptr);
+      lc.bytes += sz;
+      return;
+    }
+  }
+  std::free(ptr);
+}
+
+size_t host_cached_bytes() {
+  LargeCache& lc = large();
+  std::lock_guard<std::mutex> lock(lc.mu);
+  return lc.bytes;
+}
+
+void host_release_cache() {
+  LargeCache& lc = large();
+  std::lock_guard<std::mutex> lock(lc.mu);
+  for (auto& [sz, p] : lc.blocks) std::free(p);
+  lc.blocks.clear();
+  lc.bytes = 0;
+}
+
+}  // namespace spore::cpu

@@ -1,0 +1,21 @@
+// Host memory for CPU tensors, with caches so that the steady state of a training or inference
+// loop makes no system calls and takes no page faults (NOTE [Host allocator]).
+#pragma once
+#include <cstddef>
+
+namespace spore::cpu {
+
+// NOTE [Host allocator]
+// Small blocks (<= 64 KiB) come from per-thread free lists of power-of-two size classes: the
+// eager add of two tiny tensors must cost tens of nanoseconds, not a malloc lock. Large blocks are
+// rounded up to 1/8-octave classes and kept in one global cache (capped), because glibc's
+// malloc returns big blocks to the kernel with munmap and the next step faults them in again
+// (25-40% of an MLP training step on this machine). All blocks are 64-byte aligned.
+void* host_alloc(size_t bytes);
+void host_free(void* ptr, size_t bytes);
+// Bytes currently kept in the large-block cache (for tests and reports).
+size_t host_cached_bytes();
+// Returns every cached large block to the system.
+void host_release_cache();
+
+}  // namespace spore::cpu

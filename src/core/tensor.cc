@@ -1,0 +1,161 @@
+#include "spore/tensor.h"
+
+#include <cstring>
+#include <new>
+
+#include "spore/backend.h"
+#include "spore/context.h"
+#include "spore/op_registry.h"
+#include "spore/ops.h"
+
+namespace spore {
+
+// ---- Storage --------------------------------------------------------------------------------
+Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+  data_ = backend(device.backend).allocate(bytes, device.index);
+}
+
+Storage::~Storage() { backend(device_.backend).deallocate(data_, bytes_, device_.index); }
+
+// ---- Tensor ---------------------------------------------------------------------------------
+namespace {
+bool compute_contiguous(const Shape& shape, const Shape& strides) {
+  int64_t expected = 1;
+  for (int i = shape.ndim() - 1; i >= 0; --i) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+}  // namespace
+
+void Tensor::throw_undefined() {
+  throw Error(ErrorCode::kValue, "use of an undefined tensor (default-constructed or moved-from)");
+}
+
+void Tensor::destroy(TensorImpl* impl) { delete impl; }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  auto* impl = new TensorImpl;
+  Tensor t(impl);  // owns impl from here on, so a failed allocation below leaks nothing
+  impl->storage = new Storage((size_t)shape.numel() * dtype_size(dtype), device);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return t;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) { return empty(shape, dtype, context().device); }
+
+Tensor Tensor::view_of(Storage* storage, int64_t offset, const Shape& shape, const Shape& strides,
+                       DType dtype) {
+  if (shape.ndim() != strides.ndim())
+    throw Error(ErrorCode::kInternal, "view_of: shape and strides differ in rank");
+  // The furthest element must lie inside the storage.
+  int64_t lo = offset, hi = offset;
+  bool empty_view = shape.numel() == 0;
+  for (int i = 0; i < shape.ndim() && !empty_view; ++i) {
+    int64_t span = (shape[i] - 1) * strides[i];
+    (span < 0 ? lo : hi) += span;
+  }
+  int64_t capacity = (int64_t)(storage->bytes() / dtype_size(dtype));
+  if (!empty_view && (lo < 0 || hi >= capacity))
+    throw Error(ErrorCode::kIndex, "view " + shape.str() + " with strides " + strides.str() +
+                                       " at offset " + std::to_string(offset) +
+                                       " does not fit its storage of " + std::to_string(capacity) +
+                                       " elements");
+  auto* impl = new TensorImpl;
+  storage->retain();
+  impl->storage = storage;
+  impl->offset = offset;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->dtype = dtype;
+  impl->contiguous = compute_contiguous(shape, strides);
+  return Tensor(impl);
+}
+
+Tensor Tensor::from_host(const void* data, DType src, const Shape& shape, DType dst, Device device) {
+  Tensor host = empty(shape, src, Device::cpu());
+  if (host.nbytes()) std::memcpy(host.data_ptr(), data, host.nbytes());
+  Tensor t = src == dst ? host : cast(host, dst);
+  return device == Device::cpu() ? t : t.to(device);
+}
+
+Tensor Tensor::from_bytes(const void* data, const Shape& shape, DType dtype, Device device) {
+  return from_host(data, dtype, shape, dtype, device);
+}
+
+int64_t Tensor::size(int64_t axis) const {
+  return shape()[normalize_axis(axis, ndim(), "size")];
+}
+
+void* Tensor::data_ptr() const {
+  const TensorImpl& i = checked();
+  return static_cast<char*>(i.storage->data()) + i.offset * (int64_t)dtype_size(i.dtype);
+}
+
+void Tensor::to_host(void* dst, DType dst_dtype) const {
+  Tensor t = *this;
+  if (t.device() != Device::cpu()) t = t.to(Device::cpu());
+  if (t.dtype() != dst_dtype) t = cast(t, dst_dtype);
+  t = t.contiguous();
+  if (t.nbytes()) std::memcpy(dst, t.data_ptr(), t.nbytes());
+}
+
+std::vector<uint8_t> Tensor::to_bytes() const {
+  std::vector<uint8_t> out(nbytes());
+  to_host(out.data(), dtype());
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return dispatch1(OpId::k_copy, {*this});
+}
+
+Tensor Tensor::clone() const { return dispatch1(OpId::k_copy, {*this}); }
+
+Tensor Tensor::to(DType dtype) const { return cast(*this, dtype); }
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  Tensor src = contiguous();
+  Tensor out = empty(shape(), dtype(), device);
+  Backend& from = backend(src.device().backend);
+  Backend& to = backend(device.backend);
+  size_t n = src.nbytes();
+  if (n == 0) return out;
+  if (src.device().backend == kCpuBackend) {
+    to.copy_from_host(out.data_ptr(), src.data_ptr(), n, device.index);
+  } else if (device.backend == kCpuBackend) {
+    from.copy_to_host(out.data_ptr(), src.data_ptr(), n, src.device().index);
+  } else {  // between two non-CPU backends: through the host
+    Tensor host = src.to(Device::cpu());
+    to.copy_from_host(out.data_ptr(), host.data_ptr(), n, device.index);
+  }
+  return out;
+}
+
+void Tensor::copy_(const Tensor& src) const {
+  Tensor value = src;
+  if (value.device() != device()) value = value.to(device());
+  if (value.dtype() != dtype()) value = cast(value, dtype());
+  if (value.shape() != shape()) value = expand(value, shape().to_vector());
+  // The copy kernel writes a contiguous output; route it into this (possibly strided) view.
+  Tensor out = *this;
+  TensorList outs;
+  outs.resize(1);
+  outs[0] = out;
+  const OpDef& def = op_def(OpId::k_copy);
+  KernelFn fn = def.kernel(device().backend, dtype());
+  if (!fn)
+    throw Error(ErrorCode::kDType, std::string("copy_: device ") + device().str() +
+                                       " has no copy kernel for " + dtype_name(dtype()));
+  Tensor in[1] = {value};
+  Attrs none;
+  fn(KernelCall{def, in, outs.span(), none});
+}
+
+}  // namespace spore

@@ -1,0 +1,18 @@
+// The CPU thread pool: parallel_for over an index range, run by the calling thread plus
+// (num_threads - 1) persistent workers.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace spore::cpu {
+
+// Calls fn(begin, end) over disjoint chunks covering [0, n). Chunks hold at least `grain`
+// indices, so small ranges stay on the calling thread (no wake-up cost). Nested calls run
+// serially on the calling thread. Exceptions thrown by fn are rethrown on the caller.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+// Number of threads parallel_for uses (context's num_threads, 0 = core count).
+int pool_threads();
+void set_pool_threads(int n);
+
+}  // namespace spore::cpu

@@ -1,0 +1,34 @@
+// Internal: each op family defines its ops into the table (src/ops/<family>.cc), and shared
+// helpers for inference functions.
+#pragma once
+#include <array>
+
+#include "spore/op_registry.h"
+
+namespace spore::ops {
+
+using OpTable = std::array<OpDef, kNumOps>;
+
+// Starts the definition of `id`; the family fills in the rest.
+OpDef& define(OpTable& table, OpId id, int num_inputs, std::vector<AttrSpec> attrs = {});
+
+void define_elementwise_ops(OpTable& table);
+void define_reduce_ops(OpTable& table);
+void define_matmul_ops(OpTable& table);
+void define_shape_ops(OpTable& table);
+void define_index_ops(OpTable& table);
+void define_norm_ops(OpTable& table);
+void define_creation_ops(OpTable& table);
+
+// Shared inference pieces.
+void infer_same_as_input(const InferArgs& a, Inference& out);  // one output like input 0
+// Normalised, sorted, de-duplicated reduction axes; empty `axes` means all axes.
+std::vector<int> reduce_axes(const OpDef& def, const std::vector<int64_t>& axes, int ndim);
+Shape reduced_shape(const Shape& in, const std::vector<int>& axes, bool keepdims);
+
+}  // namespace spore::ops
+
+namespace spore::cpu {
+// Called once when the registry is built: every CPU kernel file registers its kernels.
+void register_cpu_kernels();
+}  // namespace spore::cpu

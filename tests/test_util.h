@@ -1,0 +1,80 @@
+// Helpers shared by the tests: random inputs made by the test itself (std::mt19937, not Spore's
+// generator), host-side float64 references and per-dtype tolerances.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "spore/ops.h"
+#include "spore/tensor.h"
+
+namespace spore::test {
+
+// Tolerances per dtype for results computed in that dtype against a float64 reference:
+// |got - ref| <= atol + rtol * |ref|. float16 has 11 significant bits, bfloat16 8.
+struct Tol {
+  double atol, rtol;
+};
+inline Tol tolerance(DType t) {
+  switch (t) {
+    case DType::kFloat16: return {1e-3, 2e-3};
+    case DType::kBFloat16: return {1e-2, 1.6e-2};
+    case DType::kFloat32: return {1e-6, 2e-6};
+    case DType::kFloat64: return {1e-12, 1e-12};
+    default: return {0, 0};  // integers and bool: exact
+  }
+}
+
+// Values of `shape` in [lo, hi], rounded so that they are exact in `dtype` (integers for
+// integer dtypes, 0/1 for bool), as float64 for the reference.
+inline std::vector<double> random_values(int64_t n, DType dtype, double lo, double hi, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v((size_t)n);
+  for (auto& x : v) {
+    double r = dist(gen);
+    if (dtype == DType::kBool) x = r > (lo + hi) / 2 ? 1 : 0;
+    else if (!is_floating(dtype)) x = std::round(r);
+    else if (dtype == DType::kFloat16) x = (float)Half((float)r);
+    else if (dtype == DType::kBFloat16) x = (float)BFloat16((float)r);
+    else if (dtype == DType::kFloat32) x = (float)r;
+    else x = r;
+  }
+  return v;
+}
+
+// A tensor of `dtype` holding exactly `values` (which must be representable).
+inline Tensor make_tensor(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  return cast(Tensor::from_vector(values, shape), dtype);
+}
+
+// Compares a result with a float64 reference within the dtype's tolerance (or an explicit one).
+inline void expect_close(const Tensor& got, const std::vector<double>& ref, Tol tol,
+                         const std::string& what = "") {
+  ASSERT_EQ(got.numel(), (int64_t)ref.size()) << what;
+  std::vector<double> g = got.to_vector<double>();
+  int bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    bool ok = (std::isnan(ref[i]) && std::isnan(g[i])) || g[i] == ref[i] ||
+              std::abs(g[i] - ref[i]) <= tol.atol + tol.rtol * std::abs(ref[i]);
+    if (!ok && bad++ < 5)
+      ADD_FAILURE() << what << " element " << i << ": got " << g[i] << ", want " << ref[i]
+                    << " (dtype " << dtype_name(got.dtype()) << ")";
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << ref.size() << " elements out of tolerance";
+}
+inline void expect_close(const Tensor& got, const std::vector<double>& ref, const std::string& what = "") {
+  expect_close(got, ref, tolerance(got.dtype()), what);
+}
+
+// Index helpers for references: row-major strides of a shape.
+inline std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = (int)shape.size() - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+}  // namespace spore::test
