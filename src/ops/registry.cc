@@ -24,10 +24,17 @@ ops::OpTable* build_table() {
   ops::define_index_ops(*t);
   ops::define_norm_ops(*t);
   ops::define_creation_ops(*t);
+  // An op listed but not defined keeps its name and fails when dispatched; the registry test
+  // asserts that none is left undefined.
   for (int i = 0; i < kNumOps; ++i) {
-    const OpDef& d = (*t)[i];
-    if (d.id != (OpId)i || !d.infer)
-      throw Error(ErrorCode::kInternal, std::string("op '") + kOpNames[i] + "' has no definition");
+    OpDef& d = (*t)[i];
+    if (d.infer) continue;
+    d.id = (OpId)i;
+    d.name = kOpNames[i];
+    d.num_inputs = -1;
+    d.infer = [](const InferArgs& a, Inference&) {
+      op_error(a.def, ErrorCode::kUnsupported, "this op is listed but has no definition yet");
+    };
   }
   return t;
 }
