@@ -1,6 +1,6 @@
 // Storage types for the 16-bit floats. They only hold bits and convert to and from float:
 // arithmetic always happens in float32 registers (see NOTE [Low-precision compute] in
-// src/backends/cpu/loops.inc), so these types need no operators beyond conversion.
+// src/backends/cpu/simd/elementwise_loops.inc), so these types need no operators beyond conversion.
 #pragma once
 #include <cstdint>
 #include <cstring>

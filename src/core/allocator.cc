@@ -37,11 +37,15 @@ void* system_alloc(size_t bytes) {
   return p;
 }
 
+// Set once a thread's cache is destroyed: tensors freed later on that thread (static tensors at
+// exit) go straight to the system. A plain bool has no destructor, so it outlives the cache.
+thread_local bool t_small_gone = false;
 struct SmallCache {
   std::vector<void*> lists[kSmallClasses];
   ~SmallCache() {
     for (auto& l : lists)
       for (void* p : l) std::free(p);
+    t_small_gone = true;
   }
 };
 thread_local SmallCache t_small;
@@ -69,6 +73,7 @@ void* host_alloc(size_t bytes) {
   if (!kUseCaches) return system_alloc((bytes + kAlign - 1) / kAlign * kAlign);
   if (bytes <= kSmallMax) {
     int c = small_class(bytes);
+    if (t_small_gone) return system_alloc(small_size(c));
     auto& l = t_small.lists[c];
     if (!l.empty()) {
       void* p = l.back();
@@ -97,6 +102,7 @@ void host_free(void* ptr, size_t bytes) {
   if (!kUseCaches) return std::free(ptr);
   if (bytes == 0) bytes = 1;
   if (bytes <= kSmallMax) {
+    if (t_small_gone) return std::free(ptr);
     auto& l = t_small.lists[small_class(bytes)];
     if (l.size() < kPerClassKeep) {
       l.push_back(ptr);

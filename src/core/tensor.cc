@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "allocator.h"
 #include "spore/backend.h"
 #include "spore/context.h"
 #include "spore/op_registry.h"
@@ -11,11 +12,17 @@
 namespace spore {
 
 // ---- Storage --------------------------------------------------------------------------------
-Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  data_ = backend(device.backend).allocate(bytes, device.index);
+Storage::Storage(size_t bytes, Device device)
+    : bytes_(bytes), backend_(&backend(device.backend)), device_(device) {
+  data_ = backend_->allocate(bytes, device.index);
 }
 
-Storage::~Storage() { backend(device_.backend).deallocate(data_, bytes_, device_.index); }
+Storage::~Storage() { backend_->deallocate(data_, bytes_, device_.index); }
+
+void* Storage::operator new(size_t size) { return cpu::host_alloc(size); }
+void Storage::operator delete(void* p, size_t size) { cpu::host_free(p, size); }
+void* TensorImpl::operator new(size_t size) { return cpu::host_alloc(size); }
+void TensorImpl::operator delete(void* p, size_t size) { cpu::host_free(p, size); }
 
 // ---- Tensor ---------------------------------------------------------------------------------
 namespace {

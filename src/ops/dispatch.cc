@@ -1,5 +1,6 @@
 // Eager dispatch: the path every op takes (NOTE [Op registry], NOTE [Precision modes]).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "spore/backend.h"
@@ -11,6 +12,29 @@ namespace spore {
 
 namespace {
 thread_local DispatchObserver* t_observer = nullptr;
+
+constexpr int kInferenceSlots = 8;
+thread_local Inference t_inference[kInferenceSlots];
+thread_local int t_depth = 0;
+
+class InferenceSlot {
+ public:
+  InferenceSlot() : level_(t_depth++) {}
+  ~InferenceSlot() { --t_depth; }
+  InferenceSlot(const InferenceSlot&) = delete;
+  InferenceSlot& operator=(const InferenceSlot&) = delete;
+  Inference& get() {
+    Inference& inf = level_ < kInferenceSlots ? t_inference[level_] : own_.emplace();
+    inf.num_outputs = 1;
+    inf.compute = DType::kFloat32;
+    inf.device = Device{};
+    return inf;
+  }
+
+ private:
+  int level_;
+  std::optional<Inference> own_;  // deeper than the slots: an ordinary local
+};
 
 std::string dtype_list(const std::vector<DType>& ts) {
   std::string s;
@@ -83,7 +107,9 @@ DispatchObserver* set_dispatch_observer(DispatchObserver* observer) {
 }
 
 TensorList dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
-  const OpDef& def = op_def(id);
+  // The table never moves once built: keep it instead of passing op_def's call_once each time.
+  static const std::span<const OpDef> table = all_ops();
+  const OpDef& def = table[(size_t)id];
   const int n_in = (int)inputs.size();
   if (def.num_inputs >= 0 ? n_in != def.num_inputs : n_in == 0)
     op_error(def, ErrorCode::kValue, "expects " +
@@ -95,7 +121,12 @@ TensorList dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs)
       op_error(def, ErrorCode::kValue, "input " + std::to_string(i) + " is an undefined tensor");
   if (attrs.size() || !def.attrs.empty()) check_attrs(def, attrs);
 
-  Inference inf;
+  // NOTE [Tensor allocation]: an Inference is ~350 bytes that the constructor zeroes, a fifth of
+  // a small op's dispatch. Each nesting level of dispatch (kernels and casts dispatch too) reuses
+  // one per thread instead; infer functions write every output they declare, so what an earlier
+  // op left in the others is never read.
+  InferenceSlot slot;
+  Inference& inf = slot.get();
   if (n_in) {
     inf.device = inputs[0].device();
     for (int i = 1; i < n_in; ++i)
@@ -132,7 +163,8 @@ TensorList dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs)
   std::span<const Tensor> kin = inputs;
   std::vector<Tensor> cast_inputs;
   for (int i = 0; i < n_in; ++i) {
-    if ((def.promote_mask >> i & 1u) && inputs[i].dtype() != compute) {
+    // Bit 31 of promote_mask stands for input 31 and every later one (variadic ops).
+    if (((def.promote_mask >> (i < 32 ? i : 31)) & 1u) && inputs[i].dtype() != compute) {
       if (cast_inputs.empty()) cast_inputs.assign(inputs.begin(), inputs.end());
       cast_inputs[i] = inputs[i].to(compute);
     }

@@ -1,6 +1,70 @@
-// TODO(foundation): definitions of the matmul ops.
+// The matmul op: NumPy's matmul semantics (NOTE [Matmul shapes]).
+//
+// NOTE [Matmul shapes]
+// A 1-D first operand [K] acts as a [1, K] row and a 1-D second operand [K] as a [K, 1] column;
+// the added axis is removed from the result. The last two axes are the matrices ([M, K] and
+// [K, N]); all leading axes are batch axes and broadcast like elementwise ops. The result is
+// batch + [M, N]. 0-d operands are refused (NumPy does too): use mul for scaling.
+// Both inputs join type promotion; bool is refused (a logical "or of ands" is not what anyone
+// means by matmul of masks, and summing bools as integers would be a silent surprise).
+#include <string>
+
 #include "op_families.h"
 
 namespace spore::ops {
-void define_matmul_ops(OpTable& table) {}
+
+namespace {
+
+std::string describe(const Tensor& t) { return std::string(dtype_name(t.dtype())) + t.shape().str(); }
+
+void infer_matmul(const InferArgs& args, Inference& out) {
+  const OpDef& def = args.def;
+  const Tensor& a = args.inputs[0];
+  const Tensor& b = args.inputs[1];
+  if (a.ndim() == 0 || b.ndim() == 0)
+    op_error(def, ErrorCode::kShape,
+             "operands must have at least 1 dimension, got " + describe(a) + " and " + describe(b) +
+                 "; use mul to scale by a 0-d tensor");
+  const DType compute = promote_types(a.dtype(), b.dtype());
+  if (compute == DType::kBool)
+    op_error(def, ErrorCode::kDType,
+             "bool operands are not supported (" + describe(a) + ", " + describe(b) +
+                 "); cast them to an integer or floating dtype first");
+
+  const Shape& as = a.shape();
+  const Shape& bs = b.shape();
+  const int64_t k_a = as[as.ndim() - 1];
+  const int64_t k_b = bs.ndim() == 1 ? bs[0] : bs[bs.ndim() - 2];
+  if (k_a != k_b)
+    op_error(def, ErrorCode::kShape,
+             "inner dimensions differ: a " + describe(a) + " has " + std::to_string(k_a) +
+                 " columns but b " + describe(b) + " has " + std::to_string(k_b) +
+                 " rows; a's last axis must equal b's " +
+                 (bs.ndim() == 1 ? "only axis" : "second-to-last axis"));
+
+  Shape batch_a, batch_b;
+  for (int i = 0; i + 2 < as.ndim(); ++i) batch_a.push_back(as[i]);
+  for (int i = 0; i + 2 < bs.ndim(); ++i) batch_b.push_back(bs[i]);
+  Shape shape;
+  try {
+    shape = broadcast_shapes(batch_a, batch_b, def.name);
+  } catch (const Error&) {
+    op_error(def, ErrorCode::kShape,
+             "batch axes " + batch_a.str() + " of a " + describe(a) + " and " + batch_b.str() +
+                 " of b " + describe(b) + " do not broadcast; each pair must be equal or 1");
+  }
+  if (as.ndim() >= 2) shape.push_back(as[as.ndim() - 2]);
+  if (bs.ndim() >= 2) shape.push_back(bs[bs.ndim() - 1]);
+  out.outputs[0] = {shape, compute};
+  out.compute = compute;
+}
+
+}  // namespace
+
+void define_matmul_ops(OpTable& table) {
+  OpDef& d = define(table, OpId::k_matmul, 2);
+  d.promote_mask = 0b11;
+  d.infer = &infer_matmul;
+}
+
 }  // namespace spore::ops

@@ -19,6 +19,8 @@ void define_shape_ops(OpTable& table);
 void define_index_ops(OpTable& table);
 void define_norm_ops(OpTable& table);
 void define_creation_ops(OpTable& table);
+void define_conv_ops(OpTable& table);
+void define_optim_ops(OpTable& table);
 
 // Shared inference pieces.
 void infer_same_as_input(const InferArgs& a, Inference& out);  // one output like input 0

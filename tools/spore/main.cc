@@ -1,9 +1,53 @@
-// spore: the command-line program. Thin subcommands over the libraries.
+// spore: the command-line program. Thin subcommands over the libraries:
+//   spore env                          the environment report (outputs/env-report.json)
+//   spore probe list | run | ops       the evidence harness (issue 4)
+//   spore samples list | run-all       the chapter's sample suite, each sample in its own process
+//   spore report show | diff | validate
+// A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include "commands.h"
+#include "spore/error.h"
+#include "spore/probe.h"
 
 int main(int argc, char** argv) {
-  std::fprintf(stderr, "usage: spore <command>\n");
-  return argc > 1 ? 0 : 2;
+  using namespace spore::probe;
+  // The child side first: before anything else in this process could touch a device.
+  if (argc >= 2 && std::strcmp(argv[1], kChildCommand) == 0) {
+    register_op_probes();
+    return child_main_from_args(argc - 2, argv + 2);
+  }
+  std::vector<std::string> command(argv, argv + argc);
+
+  CLI::App app{"spore: the Spore framework's command-line tool"};
+  app.require_subcommand(1);
+  spore::cli::Handlers handlers;
+  spore::cli::add_env_command(app, handlers, command);
+  spore::cli::add_probe_commands(app, handlers, command);
+  spore::cli::add_sample_commands(app, handlers, command);
+  spore::cli::add_report_commands(app, handlers, command);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;  // usage error
+  }
+  try {
+    return handlers.run();
+  } catch (const spore::Error& e) {
+    std::fprintf(stderr, "spore: %s\n", e.what());
+    return e.code() == spore::ErrorCode::kValue ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spore: %s\n", e.what());
+    return 1;
+  }
 }

@@ -34,6 +34,8 @@ void register_cpu_kernels() {
   register_index_kernels();
   register_norm_kernels();
   register_creation_kernels();
+  register_conv_kernels();
+  register_optim_kernels();
 }
 }  // namespace cpu
 

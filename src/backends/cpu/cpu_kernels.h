@@ -13,5 +13,7 @@ void register_shape_kernels();
 void register_index_kernels();
 void register_norm_kernels();
 void register_creation_kernels();
+void register_conv_kernels();
+void register_optim_kernels();
 
 }  // namespace spore::cpu

@@ -1,0 +1,73 @@
+// Reverse-mode automatic differentiation (NOTE [Autodiff]).
+//
+// NOTE [Autodiff]
+// A function of tensors runs eagerly while a Tape (a DispatchObserver) records every op whose
+// inputs depend on the differentiated tensors (the sources). Backward walks the records in
+// reverse, calling each op's backward rule from the registry (OpDef::backward, written with ops,
+// next to the op's definition) and summing gradients per tensor. Because rules are ops, the
+// backward pass is itself recorded by an enclosing tape: gradients of gradients work, and graph
+// mode can differentiate traced graphs with the same rules. Tensors are identified by their
+// TensorImpl: views made inside the function are new tensors whose gradient flows back through
+// the view op's rule. Only floating-point tensors carry gradients.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spore/parameter.h"
+#include "spore/tensor.h"
+
+namespace spore {
+
+using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+struct ValueAndGrad {
+  Tensor value;
+  std::vector<Tensor> input_grads;   // one per entry of grad_position, in that order
+  std::vector<Tensor> weight_grads;  // one per weight, in the order given
+};
+
+// Which inputs of fn to differentiate: MindSpore's grad_position (an int, a tuple, or None).
+struct GradPosition {
+  std::vector<int> positions;
+  GradPosition() : positions{0} {}  // default: the first input, as MindSpore
+  GradPosition(int p) : positions{p} {}
+  GradPosition(std::initializer_list<int> ps) : positions(ps) {}
+  static GradPosition none() {
+    GradPosition g;
+    g.positions.clear();
+    return g;
+  }
+};
+
+// Returns a function that evaluates fn(inputs) and its gradients. The output must be a scalar
+// (one element) unless `sens` (the output's cotangent) is given. Errors (kValue):
+//   * a grad_position outside the inputs;
+//   * a non-empty weights list none of which the function uses (the chapter's "gradient
+//     computed, weights unchanged" would otherwise train nothing in silence);
+//   * an op on the path with no backward rule (kUnsupported, naming the op).
+// Weights are resolved to their current values at each call (Parameter::value()).
+// A single weight or input that the output does not depend on gets a zero gradient.
+std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(
+    TensorFn fn, GradPosition grad_position = {}, std::vector<Parameter> weights = {},
+    std::optional<Tensor> sens = std::nullopt);
+
+// grad(): value_and_grad without the value.
+std::function<ValueAndGrad(const std::vector<Tensor>&)> grad(TensorFn fn, GradPosition grad_position = {},
+                                                              std::vector<Parameter> weights = {});
+
+// Reduces a broadcast gradient back to `shape` (sums leading axes and axes of extent 1).
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+// Runs fn with no tape recording (inference, optimizer updates).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+
+ private:
+  void* saved_;
+};
+
+}  // namespace spore

@@ -1,0 +1,35 @@
+// Reports: writing, showing, diffing and validating the JSON reports the harness leaves.
+//
+// Every report carries the six things chapter 5.12 asks of an experiment: hardware and software
+// ("environment"), artifacts, the command, results, a verdict per result, and the paths of the
+// raw reports. Their JSON Schemas live in schemas/ and the tests validate every report.
+#pragma once
+#include <string>
+
+#include "spore/probe/probe.h"
+
+namespace spore::probe {
+
+inline constexpr const char* kEnvSchemaId = "spore.env-report/1";
+inline constexpr const char* kProbeSchemaId = "spore.probe-report/1";
+inline constexpr const char* kRunSchemaId = "spore.run-report/1";
+inline constexpr const char* kOpMatrixSchemaId = "spore.op-matrix/1";
+
+// Writes `report` as indented JSON, atomically (temporary file, then rename). Throws kIO.
+void write_json(const std::string& path, const Json& report);
+Json read_json(const std::string& path);  // throws kIO / kFormat
+
+// A report as a table (any of the report kinds).
+std::string show_report(const Json& report);
+// What changed between two reports of the same kind: verdicts, figures, versions.
+std::string diff_reports(const Json& a, const Json& b);
+
+// Validates `doc` against a JSON Schema using the subset Spore's schemas use: type (string or
+// list), required, properties, additionalProperties (bool or schema), items, enum, const,
+// minimum, maximum, pattern-free strings, $ref to "#/$defs/NAME". Returns the problems found,
+// each as "<json pointer>: what" (empty when valid).
+std::vector<std::string> validate_schema(const Json& doc, const Json& schema);
+// The schema file for a report's "schema" field, under `schema_dir` (schemas/ in the repo).
+std::string schema_path_for(const Json& report, const std::string& schema_dir);
+
+}  // namespace spore::probe

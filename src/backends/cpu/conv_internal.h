@@ -1,0 +1,27 @@
+// Internal to the CPU conv family: the two convolution engines (oneDNN for float32/bfloat16,
+// direct loops for float64 and as the fallback) and the pooling kernels' registration.
+#pragma once
+#include "ops/conv_geometry.h"
+
+namespace spore::cpu {
+
+// Which of the three convolution computations runs. Operands (all contiguous NCHW / OIHW):
+//   kForward:    a = x,      b = weight, out = y
+//   kGradInput:  a = grad_y, b = weight, out = grad_x
+//   kGradWeight: a = grad_y, b = x,      out = grad_weight
+enum class ConvPass { kForward, kGradInput, kGradWeight };
+
+// Runs the pass through a cached oneDNN primitive (float32, or bfloat16 when `bf16`). Returns
+// false, touching nothing, when oneDNN has no implementation for the problem (the caller then
+// uses the direct kernel). Needs every extent > 0.
+bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
+               void* out);
+
+// Direct loops (conv_direct.cc), instantiated for float and double. Writes every element of
+// `out`; each output element is summed by one task in a fixed order (thread-count independent).
+template <class T>
+void conv_direct(ConvPass pass, const ops::ConvGeometry& g, const T* a, const T* b, T* out);
+
+void register_pool_kernels();  // conv_pool.cc
+
+}  // namespace spore::cpu

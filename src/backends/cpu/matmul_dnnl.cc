@@ -1,0 +1,186 @@
+// The float32 matmul path through oneDNN (Debian's libdnnl 2.6, OpenMP runtime).
+//
+// NOTE [oneDNN matmul]
+// * Primitive creation costs far more than a small matmul, so primitives are cached by
+//   everything that shapes them: m, n, k, the batch extents, every stride, and the thread count
+//   (oneDNN's gemm plans its partitioning when the primitive is created).
+// * Strides go into the memory descriptors, so transposed and sliced views run in place as long
+//   as each matrix has one unit stride (row- or column-major with a leading dimension); other
+//   layouts make the caller pack the operand first.
+// * oneDNN parallelises with OpenMP, whose thread count is a per-thread setting: before each
+//   call we set it to spore::num_threads() on the calling thread. The OpenMP entry points are
+//   looked up at run time in the libgomp that libdnnl already loaded, so Spore needs no OpenMP
+//   flags of its own.
+// * Determinism: for a given thread count the result is reproducible run to run; between
+//   thread counts oneDNN may split the reduction differently (float reassociation, last-bit
+//   differences). The direct kernels (matmul_direct.cc) are thread-count independent.
+// * scratchpad_mode::user: each call passes its own scratch memory, so one cached primitive can
+//   run on several threads at once.
+#include <dlfcn.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "spore/context.h"
+#include "matmul_geometry.h"
+
+namespace spore::cpu {
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+void set_omp_threads(int n) {
+  using SetFn = void (*)(int);
+  using GetFn = int (*)();
+  static SetFn set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  static GetFn get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  if (set && get && get() != n) set(n);
+}
+
+// One matrix of an oneDNN problem: rows x cols with strides, plus an optional leading batch axis.
+struct Mat {
+  int64_t rows, cols, rs, cs;
+  int64_t batch = 0;  // 0: 2-D problem; otherwise the batch extent (1 = broadcast)
+  int64_t bs = 0;     // batch stride
+};
+
+memory::desc desc_of(const Mat& x) {
+  if (x.batch == 0) return memory::desc(Dims{x.rows, x.cols}, memory::data_type::f32, Dims{x.rs, x.cs});
+  // A broadcast batch axis has extent 1; its stride only has to be a valid one.
+  int64_t bs = x.batch == 1 ? x.rows * x.cols : x.bs;
+  return memory::desc(Dims{x.batch, x.rows, x.cols}, memory::data_type::f32, Dims{bs, x.rs, x.cs});
+}
+
+struct Entry {
+  dnnl::matmul prim;
+  memory::desc a, b, c, scratch;
+};
+
+using Key = std::array<int64_t, 16>;
+
+Key key_of(const Mat& a, const Mat& b, const Mat& c, int threads) {
+  return {a.rows, a.cols, a.rs, a.cs, a.batch, a.bs, b.cols, b.rs, b.cs, b.batch, b.bs,
+          c.rs,   c.batch, c.bs, threads, 0};
+}
+
+// The cached primitive for this problem, or nullptr when oneDNN refuses it. Shared ownership:
+// another thread may clear the cache while this one still runs the primitive.
+std::shared_ptr<const Entry> primitive(const Mat& a, const Mat& b, const Mat& c, int threads) {
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<const Entry>> cache;  // refusals are cached as nullptr
+  const Key key = key_of(a, b, c, threads);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 512) cache.clear();  // a bound, not a policy: shapes rarely vary that much
+  std::shared_ptr<Entry> e;
+  try {
+    e = std::make_shared<Entry>();
+    e->a = desc_of(a);
+    e->b = desc_of(b);
+    e->c = desc_of(c);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a, e->b, e->c), attr, engine());
+    e->scratch = pd.scratchpad_desc();
+    e->prim = dnnl::matmul(pd);
+  } catch (const dnnl::error&) {
+    e.reset();
+  }
+  return cache[key] = std::move(e);
+}
+
+void execute(const Entry& e, const float* a, const float* b, float* c) {
+  thread_local dnnl::stream stream(engine());
+  thread_local std::vector<unsigned char> scratch_buf;
+  std::unordered_map<int, memory> args;
+  args.emplace(DNNL_ARG_SRC, memory(e.a, engine(), const_cast<float*>(a)));
+  args.emplace(DNNL_ARG_WEIGHTS, memory(e.b, engine(), const_cast<float*>(b)));
+  args.emplace(DNNL_ARG_DST, memory(e.c, engine(), c));
+  const size_t sbytes = e.scratch.get_size();
+  if (sbytes) {
+    if (scratch_buf.size() < sbytes) scratch_buf.resize(sbytes);
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratch, engine(), scratch_buf.data()));
+  }
+  e.prim.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace
+
+bool matmul_dnnl_f32(const MatmulGeometry& g) {
+  const int64_t m = g.m, n = g.n, k = g.k;
+  if (!matmul_plain(m, k, g.a.rs, g.a.cs) || !matmul_plain(k, n, g.b.rs, g.b.cs)) return false;
+  const int threads = spore::num_threads();
+  set_omp_threads(threads);
+  const float* A = static_cast<const float*>(g.a.data);
+  const float* B = static_cast<const float*>(g.b.data);
+  float* C = static_cast<float*>(g.out);
+  const int nb = (int)g.batch.size();
+
+  // b shared by every batch item and a's items stacked evenly: one tall 2-D product
+  // (x[batch..., m, k] @ w[k, n], the dense-layer case).
+  if (nb == 1 && g.b.batch_strides[0] == 0 && g.a.cs == 1) {
+    const int64_t bsa = g.a.batch_strides[0];
+    const bool stacked = m == 1 ? bsa >= k : bsa == m * g.a.rs;
+    if (stacked) {
+      Mat a{g.batch[0] * m, k, m == 1 ? bsa : g.a.rs, 1};
+      Mat b{k, n, g.b.rs, g.b.cs};
+      Mat c{g.batch[0] * m, n, n, 1};
+      if (const auto e = primitive(a, b, c, threads)) {
+        execute(*e, A, B, C);
+        return true;
+      }
+    }
+  }
+
+  const Mat a2{m, k, g.a.rs, g.a.cs}, b2{k, n, g.b.rs, g.b.cs}, c2{m, n, n, 1};
+  if (nb == 0) {
+    const auto e = primitive(a2, b2, c2, threads);
+    if (!e) return false;
+    execute(*e, A, B, C);
+    return true;
+  }
+
+  // The innermost batch axis goes to oneDNN as a 3-D problem; outer axes (left after merging in
+  // matmul_geometry) are a loop here.
+  const int64_t inner = g.batch[nb - 1];
+  const int64_t sa = g.a.batch_strides[nb - 1], sb = g.b.batch_strides[nb - 1];
+  Mat a3 = a2, b3 = b2, c3 = c2;
+  a3.batch = sa == 0 ? 1 : inner;
+  a3.bs = sa;
+  b3.batch = sb == 0 ? 1 : inner;
+  b3.bs = sb;
+  c3.batch = inner;
+  c3.bs = m * n;
+  const auto e3 = primitive(a3, b3, c3, threads);
+  const auto e2 = e3 ? nullptr : primitive(a2, b2, c2, threads);
+  if (!e3 && !e2) return false;
+  const int64_t outer = g.batch_count() / inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t off_a, off_b;
+    g.batch_offsets(o * inner, off_a, off_b);
+    float* c = C + o * inner * m * n;
+    if (e3) {
+      execute(*e3, A + off_a, B + off_b, c);
+      continue;
+    }
+    for (int64_t i = 0; i < inner; ++i)
+      execute(*e2, A + off_a + i * sa, B + off_b + i * sb, c + i * m * n);
+  }
+  return true;
+}
+
+}  // namespace spore::cpu

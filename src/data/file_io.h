@@ -1,0 +1,57 @@
+// Small binary-file helpers shared by the readers and writers: every failure is a spore::Error
+// naming the file (kIO for the system's refusals, kFormat for content that is not as claimed).
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "spore/tensor.h"
+
+namespace spore::data::detail {
+
+class InFile {
+ public:
+  explicit InFile(const std::string& path);  // kIO when it cannot be opened
+  ~InFile();
+  InFile(const InFile&) = delete;
+  InFile& operator=(const InFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }
+  uint64_t tell() const { return pos_; }
+  // Reads exactly n bytes at the current position; a short file is a kFormat error that names
+  // `what` (what was being read), the offset and the bytes missing.
+  void read(void* dst, uint64_t n, const std::string& what);
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t pos_ = 0;
+};
+
+class OutFile {
+ public:
+  explicit OutFile(const std::string& path);
+  ~OutFile();
+  OutFile(const OutFile&) = delete;
+  OutFile& operator=(const OutFile&) = delete;
+  void write(const void* src, uint64_t n);
+  void write_tensor(const Tensor& host);  // the elements in row-major order
+  void close();                           // reports errors of the final flush
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+};
+
+// "'<path>': <message>" as a kFormat error.
+[[noreturn]] void format_error(const std::string& path, const std::string& message);
+
+// Reverses the byte order of n elements of `width` bytes in place.
+void swap_bytes(void* data, uint64_t n, size_t width);
+
+// numel * itemsize of dims, or false when it overflows 62 bits.
+bool checked_bytes(const Shape& shape, size_t itemsize, uint64_t& bytes);
+
+}  // namespace spore::data::detail

@@ -1,0 +1,281 @@
+// The per-op input factories of the capability matrix (see op_matrix_factories.h). Values are
+// chosen to be exact in every dtype (multiples of 1/4, small integers) and inside each op's
+// domain, so that a difference from the float64 reference is the op's, not the input's.
+#include "op_matrix_factories.h"
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "spore/context.h"
+#include "spore/ops.h"
+
+namespace spore::probe {
+
+namespace {
+enum class Kind { kGeneral, kPositive, kNonZero, kExponent, kUpper, kIndexish };
+
+// Deterministic values of one kind for one dtype (no generator state shared with Spore).
+std::vector<double> values(int64_t n, DType t, Kind k, uint32_t seed) {
+  std::vector<double> v((size_t)n);
+  uint32_t s = seed * 2654435761u + 12345u;
+  auto next = [&]() {
+    s = s * 1664525u + 1013904223u;
+    return (s >> 8) & 0xffff;
+  };
+  const bool fl = is_floating(t);
+  for (auto& x : v) {
+    uint32_t r = next();
+    if (t == DType::kBool) {
+      x = (k == Kind::kPositive || k == Kind::kNonZero) ? 1 : (double)(r & 1);
+      continue;
+    }
+    switch (k) {
+      case Kind::kGeneral:  // [-2, 2] in quarters; integers [-3, 3] (uint8 [0, 3])
+        x = fl ? (double)((int)(r % 17) - 8) / 4 : t == DType::kUInt8 ? (double)(r % 4) : (double)((int)(r % 7) - 3);
+        break;
+      case Kind::kPositive:  // [0.25, 3]; integers [1, 4]
+        x = fl ? (double)(1 + r % 12) / 4 : (double)(1 + r % 4);
+        break;
+      case Kind::kNonZero: {  // |x| in [0.5, 2]; integers in [1, 3], signed where the dtype is
+        double m = fl ? (double)(2 + r % 7) / 4 : (double)(1 + r % 3);
+        x = (t != DType::kUInt8 && (r >> 4 & 1)) ? -m : m;
+        break;
+      }
+      case Kind::kExponent:  // floats [-2, 2] in halves; integers [0, 3]
+        x = fl ? (double)((int)(r % 9) - 4) / 2 : (double)(r % 4);
+        break;
+      case Kind::kUpper:  // [3, 6]: minuends that keep unsigned results non-negative
+        x = fl ? 3 + (double)(r % 13) / 4 : (double)(3 + r % 4);
+        break;
+      case Kind::kIndexish:
+        x = (double)(r % 4);
+        break;
+    }
+  }
+  return v;
+}
+
+// A CPU tensor of dtype `t` holding `v`, built from raw bytes so that no op (not even cast) runs.
+Tensor mk(const std::vector<double>& v, const Shape& shape, DType t) {
+  std::vector<uint8_t> buf(v.size() * dtype_size(t));
+  visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        buf[i] = v[i] != 0;
+      } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        T x((float)v[i]);
+        std::memcpy(buf.data() + i * sizeof(T), &x, sizeof(T));
+      } else {
+        T x = static_cast<T>(v[i]);
+        std::memcpy(buf.data() + i * sizeof(T), &x, sizeof(T));
+      }
+    }
+  });
+  return Tensor::from_bytes(buf.data(), shape, t, Device::cpu());
+}
+
+// A [rows, cols] tensor seen through a transposed view of a [cols, rows] buffer: exercises
+// the strided paths of kernels.
+Tensor mk_strided(const std::vector<double>& v, int64_t rows, int64_t cols, DType t) {
+  Tensor base = mk(v, Shape{cols, rows}, t);
+  return Tensor::view_of(base.storage(), base.offset(), Shape{rows, cols}, Shape{1, rows}, t);
+}
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&, bool)>;
+
+// Inputs of given shapes and kinds in dtype t (and float64 twins).
+OpCase with_inputs(DType t, std::vector<std::pair<Shape, Kind>> specs, Fn fn, bool strided_first = false) {
+  OpCase c;
+  uint32_t seed = 7;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& [shape, kind] = specs[i];
+    auto v = values(shape.numel(), t, kind, seed++);
+    if (i == 0 && strided_first && shape.ndim() == 2) {
+      c.inputs.push_back(mk_strided(v, shape[0], shape[1], t));
+      c.ref_inputs.push_back(mk_strided(v, shape[0], shape[1], DType::kFloat64));
+    } else {
+      c.inputs.push_back(mk(v, shape, t));
+      c.ref_inputs.push_back(mk(v, shape, DType::kFloat64));
+    }
+  }
+  c.run = std::move(fn);
+  return c;
+}
+
+OpFactory binary(Tensor (*op)(const Tensor&, const Tensor&), Kind a = Kind::kGeneral, Kind b = Kind::kGeneral) {
+  return [=](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{2, 3}, a}, {Shape{3}, b}},
+                       [op](const std::vector<Tensor>& x, bool) { return op(x[0], x[1]); });
+  };
+}
+
+OpFactory unary(Tensor (*op)(const Tensor&), Kind k = Kind::kGeneral) {
+  return [=](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{2, 3}, k}}, [op](const std::vector<Tensor>& x, bool) { return op(x[0]); },
+                       /*strided_first=*/true);
+  };
+}
+
+OpFactory one_input(Shape shape, Kind k, Fn fn) {
+  return [=](DType t) -> std::optional<OpCase> { return with_inputs(t, {{shape, k}}, fn); };
+}
+
+Tensor index_tensor(const std::vector<double>& v, const Shape& s) { return mk(v, s, DType::kInt64); }
+
+std::map<std::string, OpFactory, std::less<>> build() {
+  std::map<std::string, OpFactory, std::less<>> f;
+  using K = Kind;
+  Tensor (*add_tt)(const Tensor&, const Tensor&) = &add;
+  Tensor (*sub_tt)(const Tensor&, const Tensor&) = &sub;
+  Tensor (*mul_tt)(const Tensor&, const Tensor&) = &mul;
+  Tensor (*div_tt)(const Tensor&, const Tensor&) = &div;
+  Tensor (*pow_tt)(const Tensor&, const Tensor&) = &pow;
+  f["add"] = binary(add_tt);
+  f["sub"] = binary(sub_tt, K::kUpper, K::kGeneral);
+  f["mul"] = binary(mul_tt);
+  f["div"] = binary(div_tt, K::kGeneral, K::kNonZero);
+  f["pow"] = binary(pow_tt, K::kPositive, K::kExponent);
+  f["maximum"] = binary(&maximum);
+  f["minimum"] = binary(&minimum);
+  f["eq"] = binary(&eq);
+  f["ne"] = binary(&ne);
+  f["lt"] = binary(&lt);
+  f["le"] = binary(&le);
+  f["gt"] = binary(&gt);
+  f["ge"] = binary(&ge);
+  f["logical_and"] = binary(&logical_and);
+  f["logical_or"] = binary(&logical_or);
+
+  f["neg"] = unary(&neg);
+  f["abs"] = unary(&abs);
+  f["exp"] = unary(&exp);
+  f["log"] = unary(&log, K::kPositive);
+  f["sqrt"] = unary(&sqrt, K::kPositive);
+  f["rsqrt"] = unary(&rsqrt, K::kPositive);
+  f["sin"] = unary(&sin);
+  f["cos"] = unary(&cos);
+  f["tanh"] = unary(&tanh);
+  f["sigmoid"] = unary(&sigmoid);
+  f["erf"] = unary(&erf);
+  f["relu"] = unary(&relu);
+  f["relu6"] = unary(&relu6);
+  f["gelu"] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], false); });
+  f["gelu_tanh"] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], true); });
+  f["silu"] = unary(&silu);
+  f["logical_not"] = unary(&logical_not);
+
+  f["where"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c = with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{3}, K::kGeneral}},
+                           [](const std::vector<Tensor>& x, bool) { return where(x[2], x[0], x[1]); });
+    Tensor cond = mk(values(6, DType::kBool, K::kGeneral, 99), Shape{2, 3}, DType::kBool);
+    c.inputs.push_back(cond);
+    c.ref_inputs.push_back(cond);
+    return c;
+  };
+  // The column is the target dtype: float32 values (with fractions) cast to it.
+  f["cast"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c;
+    auto v = values(6, DType::kFloat32, t == DType::kUInt8 ? K::kPositive : K::kGeneral, 5);
+    for (auto& x : v) x += 0.25;  // a fraction, so that rounding towards zero shows
+    c.inputs.push_back(mk(v, Shape{2, 3}, DType::kFloat32));
+    c.ref_inputs.push_back(mk(v, Shape{2, 3}, DType::kFloat64));
+    c.run = [t](const std::vector<Tensor>& x, bool ref) { return cast(x[0], ref ? DType::kFloat64 : t); };
+    return c;
+  };
+  f["copy"] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{3, 2}, K::kGeneral}}, [](const std::vector<Tensor>& x, bool) { return x[0].clone(); },
+                       /*strided_first=*/true);
+  };
+
+  f["sum"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return sum(x[0], {1}); });
+  f["mean"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return mean(x[0], {1}); });
+  f["max"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return max(x[0], {1}); });
+  f["min"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return min(x[0], {0}); });
+  f["var"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return var(x[0], {1}); });
+  f["argmax"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return argmax(x[0], 1); });
+  f["argmin"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return argmin(x[0], 1); });
+
+  f["matmul"] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{3, 2}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return matmul(x[0], x[1]); });
+  };
+
+  f["reshape"] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return reshape(x[0], {3, 2}); });
+  f["permute"] = one_input(Shape{2, 3, 2}, K::kGeneral,
+                           [](const std::vector<Tensor>& x, bool) { return permute(x[0], {2, 0, 1}); });
+  f["slice"] = one_input(Shape{4, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return slice(x[0], 0, 1, 4, 2); });
+  f["expand"] = one_input(Shape{1, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return expand(x[0], {2, 3}); });
+  f["concat"] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{1, 3}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return concat({x[0], x[1]}, 0); });
+  };
+
+  f["gather"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c = with_inputs(t, {{Shape{3, 4}, K::kGeneral}},
+                           [](const std::vector<Tensor>& x, bool) { return gather(x[0], 1, x[1]); });
+    Tensor idx = index_tensor({3, 0, 1, 1, 2, 0}, Shape{3, 2});
+    c.inputs.push_back(idx);
+    c.ref_inputs.push_back(idx);
+    return c;
+  };
+  f["index_select"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c = with_inputs(t, {{Shape{4, 3}, K::kGeneral}},
+                           [](const std::vector<Tensor>& x, bool) { return index_select(x[0], 0, x[1]); });
+    Tensor idx = index_tensor({2, 0}, Shape{2});
+    c.inputs.push_back(idx);
+    c.ref_inputs.push_back(idx);
+    return c;
+  };
+  f["embedding"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c = with_inputs(t, {{Shape{5, 3}, K::kGeneral}},
+                           [](const std::vector<Tensor>& x, bool) { return embedding(x[1], x[0]); });
+    Tensor ids = index_tensor({4, 0, 2, 2}, Shape{2, 2});
+    c.inputs.push_back(ids);
+    c.ref_inputs.push_back(ids);
+    return c;
+  };
+
+  f["softmax"] = one_input(Shape{2, 5}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return softmax(x[0], -1); });
+  f["log_softmax"] = one_input(Shape{2, 5}, K::kGeneral,
+                               [](const std::vector<Tensor>& x, bool) { return log_softmax(x[0], -1); });
+
+  // Creation ops build on the context's device; the reference runs with the CPU as context.
+  f["fill"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c;
+    c.run = [t](const std::vector<Tensor>&, bool ref) {
+      return full({2, 3}, 2.0, ref ? DType::kFloat64 : t, context().device);
+    };
+    return c;
+  };
+  f["arange"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c;
+    c.run = [t](const std::vector<Tensor>&, bool ref) { return arange(0, 6, 1, ref ? DType::kFloat64 : t); };
+    return c;
+  };
+  // NOTE [Random numbers] makes values a function of (seed, index) only: the reference is the
+  // CPU in the same dtype, and the device must reproduce it exactly.
+  f["random_uniform"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c;
+    c.exact_reference = true;
+    c.run = [t](const std::vector<Tensor>&, bool) { return random_uniform({2, 3}, 42, -1, 1, t); };
+    return c;
+  };
+  f["random_normal"] = [](DType t) -> std::optional<OpCase> {
+    OpCase c;
+    c.exact_reference = true;
+    c.run = [t](const std::vector<Tensor>&, bool) { return random_normal({2, 3}, 42, 0, 1, t); };
+    return c;
+  };
+  return f;
+}
+}  // namespace
+
+const OpFactory* find_op_factory(std::string_view op) {
+  static const auto* table = new std::map<std::string, OpFactory, std::less<>>(build());
+  auto it = table->find(op);
+  return it == table->end() ? nullptr : &it->second;
+}
+
+}  // namespace spore::probe

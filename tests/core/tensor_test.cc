@@ -1,0 +1,100 @@
+// Tensor basics: construction, copy-out, reference counting, shapes, printing, bad input.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/thread_pool.h"
+#include "spore/context.h"
+#include "spore/ops.h"
+#include "spore/tensor.h"
+
+namespace spore {
+namespace {
+
+TEST(Tensor, FromVectorAndCopyOut) {
+  Tensor t = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  EXPECT_EQ(t.shape(), (Shape{2, 3}));
+  EXPECT_EQ(t.strides(), (Shape{3, 1}));
+  EXPECT_EQ(t.dtype(), DType::kFloat32);
+  EXPECT_EQ(t.device(), Device::cpu());
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.size(-1), 3);
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Tensor::scalar<int64_t>(42).item<int64_t>(), 42);
+  EXPECT_EQ(t.to_bytes().size(), 24u);
+}
+
+TEST(Tensor, BadConstructionIsAnError) {
+  EXPECT_THROW(Tensor::from_vector<float>({1, 2, 3}, Shape{2, 2}), Error);
+  EXPECT_THROW((Shape{2, -1}), Error);
+  EXPECT_THROW((Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}), Error);
+  Tensor t = Tensor::from_vector<float>({1, 2}, Shape{2});
+  EXPECT_THROW(t.item<float>(), Error);
+  EXPECT_THROW(t.size(2), Error);
+  EXPECT_THROW(t.data<double>(), Error);
+  Tensor undefined;
+  EXPECT_FALSE(undefined.defined());
+  EXPECT_THROW(undefined.shape(), Error);
+}
+
+TEST(Tensor, SharingAndLifetime) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{4});
+  Storage* s = a.storage();
+  EXPECT_EQ(s->use_count(), 1);
+  {
+    Tensor v = Tensor::view_of(s, 1, Shape{2}, Shape{2}, DType::kFloat32);  // elements 1 and 3
+    EXPECT_EQ(s->use_count(), 2);
+    EXPECT_FALSE(v.is_contiguous());
+    EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{2, 4}));
+    a.data<float>()[3] = 40;
+    EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{2, 40}));
+  }
+  EXPECT_EQ(s->use_count(), 1);
+  // A view that would reach past the storage is refused.
+  EXPECT_THROW(Tensor::view_of(s, 2, Shape{2}, Shape{2}, DType::kFloat32), Error);
+  Tensor moved = std::move(a);
+  EXPECT_FALSE(a.defined());  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_EQ(moved.numel(), 4);
+}
+
+TEST(Tensor, ZeroSizedTensors) {
+  Tensor e = Tensor::empty(Shape{0, 3}, DType::kFloat32);
+  EXPECT_EQ(e.numel(), 0);
+  EXPECT_TRUE(e.to_vector<float>().empty());
+}
+
+TEST(Tensor, PrintsShapeDtypeAndValues) {
+  Tensor t = Tensor::from_vector<float>({1, 2.5f, 3, 4}, Shape{2, 2});
+  std::string s = t.str();
+  EXPECT_NE(s.find("shape=[2, 2]"), std::string::npos) << s;
+  EXPECT_NE(s.find("float32"), std::string::npos);
+  EXPECT_NE(s.find("[[1, 2.5],\n [3, 4]]"), std::string::npos) << s;
+}
+
+TEST(ThreadPool, CoversTheRangeOnceAndPropagatesErrors) {
+  ContextGuard guard;
+  set_num_threads(2);
+  std::vector<std::atomic<int>> hits(10007);
+  cpu::parallel_for(10007, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_THROW(cpu::parallel_for(1000, 1, [](int64_t b, int64_t) {
+                 if (b > 500) throw Error(ErrorCode::kValue, "boom");
+               }),
+               Error);
+  // Still usable after an error, and from several threads at once.
+  std::thread other([] {
+    std::atomic<int64_t> total{0};
+    cpu::parallel_for(5000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+    EXPECT_EQ(total.load(), 5000);
+  });
+  std::atomic<int64_t> total{0};
+  cpu::parallel_for(5000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+  other.join();
+  EXPECT_EQ(total.load(), 5000);
+}
+
+}  // namespace
+}  // namespace spore

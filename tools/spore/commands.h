@@ -1,0 +1,22 @@
+// The subcommands of the spore CLI, one file per group.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace spore::cli {
+
+// The action of the subcommand that was chosen; runs after parsing.
+struct Handlers {
+  std::function<int()> action;
+  int run() const { return action ? action() : 2; }
+};
+
+void add_env_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+
+}  // namespace spore::cli

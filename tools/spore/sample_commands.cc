@@ -1,0 +1,45 @@
+// spore samples list | run-all: the chapter's sample suite (examples/chapter5/).
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "spore/probe.h"
+
+namespace spore::cli {
+
+int print_run(const probe::RunSummary& s);
+
+void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command) {
+  auto* samples = app.add_subcommand("samples", "The chapter 5 sample suite");
+  samples->require_subcommand(1);
+  auto* list = samples->add_subcommand("list", "List the samples");
+  list->callback([&h] {
+    h.action = [] {
+      for (const auto* p : probe::all_probes("sample")) std::printf("%-22s %s\n", p->name.c_str(), p->description.c_str());
+      return 0;
+    };
+  });
+  auto device = std::make_shared<std::string>("cpu");
+  auto timeout = std::make_shared<double>(120);
+  auto out = std::make_shared<std::string>("outputs");
+  auto* run_all = samples->add_subcommand("run-all", "Run every sample in its own process; summary table and reports");
+  run_all->add_option("--device", *device, "Device the samples must run on")->capture_default_str();
+  run_all->add_option("--timeout", *timeout, "Seconds per sample")->check(CLI::PositiveNumber)->capture_default_str();
+  run_all->add_option("--out", *out, "Directory for the reports")->capture_default_str();
+  run_all->callback([&h, device, timeout, out, command] {
+    h.action = [device, timeout, out, command] {
+      std::vector<std::string> names;
+      for (const auto* p : probe::all_probes("sample")) names.push_back(p->name);
+      // The chapter's order: the environment check first, then 01..07.
+      std::stable_partition(names.begin(), names.end(), [](const std::string& n) { return n == "check_env"; });
+      probe::RunOptions o;
+      o.device = *device;
+      o.timeout_s = *timeout;
+      o.out_dir = *out;
+      return print_run(probe::run_probes(names, o, command));
+    };
+  });
+}
+
+}  // namespace spore::cli
