@@ -24,9 +24,13 @@ class Shape {
   const int64_t* end() const { return dims_ + ndim_; }
   std::span<const int64_t> dims() const { return {dims_, (size_t)ndim_}; }
   std::vector<int64_t> to_vector() const { return {begin(), end()}; }
+  // Throws kShape when the element count does not fit in int64 (hostile file headers).
   int64_t numel() const {
     int64_t n = 1;
-    for (int i = 0; i < ndim_; ++i) n *= dims_[i];
+    for (int i = 0; i < ndim_; ++i)
+      if (dims_[i] == 0) return 0;
+    for (int i = 0; i < ndim_; ++i)
+      if (__builtin_mul_overflow(n, dims_[i], &n)) numel_overflow();
     return n;
   }
   void push_back(int64_t d);
@@ -39,6 +43,7 @@ class Shape {
   std::string str() const;  // "[2, 3]"
 
  private:
+  [[noreturn]] void numel_overflow() const;
   int64_t dims_[kMaxDims] = {};
   int ndim_ = 0;
 };

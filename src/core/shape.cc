@@ -23,6 +23,10 @@ Shape::Shape(std::span<const int64_t> dims) {
   for (int i = 0; i < ndim_; ++i) dims_[i] = dims[i];
 }
 
+void Shape::numel_overflow() const {
+  throw Error(ErrorCode::kShape, "shape " + str() + " has more elements than fit in int64");
+}
+
 void Shape::push_back(int64_t d) {
   if (ndim_ == kMaxDims) too_many_dims(ndim_ + 1);
   dims_[ndim_++] = d;
@@ -68,7 +72,9 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (int i = shape.ndim() - 1; i >= 0; --i) {
     st[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    // An empty tensor's strides are never used to address memory: saturate instead of failing.
+    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s) && shape.numel() != 0)
+      throw Error(ErrorCode::kShape, "shape " + shape.str() + " has more elements than fit in int64");
   }
   return st;
 }
