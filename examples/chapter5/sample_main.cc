@@ -1,11 +1,14 @@
 // The main() of each standalone sample program: runs the sample(s) linked into it through the
 // harness (each in a child process of this same program) and prints the summary table.
-//   <sample> [--device D] [--timeout S] [--out DIR]
+//   <sample> [--device D] [--timeout S] [--out DIR] [--<option> VALUE ...]
+// Other options are the sample's own (e.g. --steps 200): they reach the sample, which runs in a
+// child process, as environment variables (examples/common/sample_options.h).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "common/sample_options.h"
 #include "spore/error.h"
 #include "spore/probe.h"
 
@@ -18,8 +21,11 @@ int main(int argc, char** argv) {
     if (a == "--device" && i + 1 < argc) opts.device = argv[++i];
     else if (a == "--timeout" && i + 1 < argc) opts.timeout_s = std::atof(argv[++i]);
     else if (a == "--out" && i + 1 < argc) opts.out_dir = argv[++i];
+    else if (a.size() > 2 && a.compare(0, 2, "--") == 0 && i + 1 < argc)
+      setenv(spore::examples::sample_option_variable(a.substr(2)).c_str(), argv[++i], 1);
     else {
-      std::fprintf(stderr, "usage: %s [--device D] [--timeout S] [--out DIR]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--device D] [--timeout S] [--out DIR] [--<option> VALUE ...]\n",
+                   argv[0]);
       return 2;
     }
   }

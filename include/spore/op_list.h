@@ -19,9 +19,9 @@
   /* linear algebra */                                                                          \
   X(matmul)                                                                                     \
   /* shape and views */                                                                         \
-  X(reshape) X(permute) X(slice) X(expand) X(concat)                                   \
+  X(reshape) X(permute) X(slice) X(expand) X(concat) X(slice_scatter)                          \
   /* indexing */                                                                                \
-  X(gather) X(index_select) X(embedding)                                                        \
+  X(gather) X(index_select) X(embedding) X(scatter_add)                                         \
   /* convolution and pooling (NCHW) */                                                          \
   X(conv2d) X(conv2d_grad_input) X(conv2d_grad_weight)                                          \
   X(max_pool2d) X(max_pool2d_grad) X(avg_pool2d) X(avg_pool2d_grad)                             \
@@ -48,7 +48,8 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // The IR records which op set a graph was written with. Adding, removing or changing the meaning
 // of an op changes the op set, so its version must change with it: the static_assert below fails
 // when the list changes and reminds whoever changed it to bump kOpSetVersion and the count.
-inline constexpr int kOpSetVersion = 1;
-static_assert(kNumOps == 68, "the op list changed: bump kOpSetVersion and update this count");
+// Version 2 added slice_scatter and scatter_add (the gradients of slice and gather).
+inline constexpr int kOpSetVersion = 2;
+static_assert(kNumOps == 70, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

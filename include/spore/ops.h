@@ -97,6 +97,10 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
 // Splits into pieces of the given sizes (summing to the extent), or into `sections` equal ones.
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t sections, int64_t axis = 0);
+// x with the slice x[..., start:end:step, ...] of `axis` replaced by src (which has the slice's
+// shape; bounds resolve as in slice()). A new tensor: x is not modified. slice's gradient.
+Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t axis, int64_t start, int64_t end,
+                     int64_t step = 1);
 
 // ---- indexing ----
 // PyTorch gather: out[i][j] = x[index[i][j]][j] for axis 0, and so on.
@@ -104,6 +108,10 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
 // Rows of `table` [vocab, dim] for integer ids of any shape: result ids.shape + [dim].
 Tensor embedding(const Tensor& ids, const Tensor& table);
+// PyTorch scatter_add: a copy of x with out[index[i][j]][j] += src[i][j] for axis 0, and so on.
+// index has x's rank, no dimension larger than src's, nor than x's off the axis; src has x's
+// dtype. Repeated indices accumulate, in index order whatever the thread count. gather's gradient.
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src);
 
 // ---- convolution and pooling (NCHW; pairs are (height, width)) ----
 struct Conv2dOptions {

@@ -1,11 +1,20 @@
+// NOTE [One set of threads]
+// parallel_for runs on OpenMP (libgomp), the runtime Debian's oneDNN already uses for matmul and
+// convolution. With a pool of its own, Spore had two sets of threads on the same cores: after
+// each oneDNN call libgomp's workers spin for a while waiting for the next region, and our
+// workers' chunks queued behind them. Profiles of a training step showed three quarters of the
+// CPU time in that spinning. On one runtime the same workers run both, and the spin becomes
+// useful: a worker that just finished a GEMM picks up the next elementwise region at once.
+// Nested regions run serially on the calling thread (a kernel called inside a parallel_for).
 #include "thread_pool.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace spore::cpu {
 
@@ -16,162 +25,58 @@ int hardware_threads() {
   return n == 0 ? 1 : (int)n;
 }
 
-// One job at a time: workers wait on a generation counter, take chunks from an atomic index
-// and the caller joins in, then waits for the last chunk to finish.
-class Pool {
- public:
-  explicit Pool(int threads) { resize(threads); }
-  ~Pool() { stop_workers(); }
-
-  int threads() const { return threads_; }
-
-  void resize(int threads) {
-    if (threads < 1) threads = hardware_threads();
-    std::lock_guard<std::mutex> run_lock(run_mu_);
-    stop_workers();
-    threads_ = threads;
-    stop_ = false;
-    for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
-  }
-
-  void run(int64_t chunks, const std::function<void(int64_t)>& chunk_fn) {
-    std::lock_guard<std::mutex> run_lock(run_mu_);  // one parallel region at a time
-    uint64_t gen;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      job_ = &chunk_fn;
-      num_chunks_ = chunks;
-      pending_ = chunks;
-      error_ = nullptr;
-      gen = ++generation_;
-      cursor_.store(gen << 32);
-    }
-    cv_.notify_all();
-    work(gen);
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return pending_ == 0; });
-    job_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  // cursor_ packs (generation << 32 | next chunk): a worker that woke late for an earlier job
-  // sees another generation and takes nothing, so no chunk runs twice or is skipped.
-  bool take(uint64_t gen, int64_t& chunk) {
-    uint64_t v = cursor_.load();
-    for (;;) {
-      if ((v >> 32) != (gen & 0xffffffffu)) return false;
-      int64_t c = (int64_t)(v & 0xffffffffu);
-      if (c >= num_chunks_.load()) return false;
-      if (cursor_.compare_exchange_weak(v, v + 1)) {
-        chunk = c;
-        return true;
-      }
-    }
-  }
-
-  void work(uint64_t gen) {
-    int64_t done = 0, c = 0;
-    const auto* job = job_.load();
-    while (take(gen, c)) {
-      try {
-        (*job)(c);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!error_) error_ = std::current_exception();
-      }
-      ++done;
-    }
-    if (done) {
-      std::lock_guard<std::mutex> lock(mu_);
-      pending_ -= done;
-      if (pending_ == 0) done_cv_.notify_all();
-    }
-  }
-
-  void worker_loop() {
-    in_pool_ = true;
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
-        if (stop_) return;
-        seen = generation_;
-      }
-      work(seen);
-    }
-  }
-
-  void stop_workers() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : workers_) t.join();
-    workers_.clear();
-  }
-
- public:
-  static thread_local bool in_pool_;
-
- private:
-  std::mutex run_mu_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  std::vector<std::thread> workers_;
-  // Atomics: a worker that woke late for a finished job may still read them.
-  std::atomic<const std::function<void(int64_t)>*> job_{nullptr};
-  std::atomic<int64_t> num_chunks_{0};
-  std::atomic<uint64_t> cursor_{0};
-  int64_t pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  int threads_ = 1;
-  std::exception_ptr error_;
-};
-
-thread_local bool Pool::in_pool_ = false;
+std::atomic<int> g_threads{0};  // 0 until first use: then the core count
 thread_local bool t_in_parallel = false;
-
-Pool& pool() {
-  static Pool* p = new Pool(0);  // leaked: workers must outlive static destructors
-  return *p;
-}
 
 }  // namespace
 
-int pool_threads() { return pool().threads(); }
+int pool_threads() {
+  int n = g_threads.load(std::memory_order_relaxed);
+  if (n == 0) {
+    n = hardware_threads();
+    g_threads.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 void set_pool_threads(int n) {
-  if (n < 1) n = hardware_threads();
-  if (n != pool().threads()) pool().resize(n);
+  g_threads.store(n < 1 ? hardware_threads() : n, std::memory_order_relaxed);
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  int threads = pool_threads();
-  if (threads == 1 || n <= grain || t_in_parallel || Pool::in_pool_) {
+  const int threads = pool_threads();
+  if (threads == 1 || n <= grain || t_in_parallel || omp_in_parallel()) {
     fn(0, n);
     return;
   }
-  // Chunks: a few per thread for balance, never smaller than the grain.
-  int64_t max_chunks = (n + grain - 1) / grain;
+  // Chunks: a few per thread for balance, never smaller than the grain. Their boundaries depend
+  // on n, grain and the thread count only; which thread runs a chunk is decided at run time.
+  const int64_t max_chunks = (n + grain - 1) / grain;
   int64_t chunks = std::min<int64_t>(max_chunks, (int64_t)threads * 4);
-  int64_t per = (n + chunks - 1) / chunks;
+  const int64_t per = (n + chunks - 1) / chunks;
   chunks = (n + per - 1) / per;
-  t_in_parallel = true;
-  try {
-    pool().run(chunks, [&](int64_t c) {
-      int64_t b = c * per, e = std::min(n, b + per);
-      fn(b, e);
-    });
-  } catch (...) {
+  const int team = (int)std::min<int64_t>(threads, chunks);
+
+  std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+#pragma omp parallel num_threads(team)
+  {
+    t_in_parallel = true;
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      try {
+        const int64_t b = c * per;
+        fn(b, std::min(n, b + per));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    }
     t_in_parallel = false;
-    throw;
   }
-  t_in_parallel = false;
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace spore::cpu

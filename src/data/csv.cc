@@ -183,9 +183,7 @@ Dataset CsvSource(const std::string& path, const CsvOptions& options) {
                                          "' has width " + std::to_string(c.width) +
                                          "; use 0 (one field) or a positive count");
 
-  InFile f(path);
-  std::string text(f.size(), '\0');
-  f.read(text.data(), f.size(), "the CSV text");
+  const std::string text = read_whole_file(path, "the CSV text");
   auto lines = split_lines(text);
 
   std::vector<CsvColumn> columns = options.columns;

@@ -45,6 +45,10 @@ class OutFile {
   std::FILE* f_ = nullptr;
 };
 
+// The whole file, inflated when it is gzip-compressed (NOTE [Compressed inputs] in gzip.cc).
+// `what` names the contents in errors ("the CSV text").
+std::string read_whole_file(const std::string& path, const std::string& what);
+
 // "'<path>': <message>" as a kFormat error.
 [[noreturn]] void format_error(const std::string& path, const std::string& message);
 

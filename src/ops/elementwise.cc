@@ -13,7 +13,11 @@
 // * neg abs relu relu6 keep integer dtypes. neg, relu and relu6 of bool are errors; abs of bool
 //   is the identity.
 // * cast converts to any dtype (NOTE [Float to integer casts]); copy keeps the dtype.
+// Backward rules: NOTE [Elementwise gradients] below.
+#include <numbers>
+
 #include "op_families.h"
+#include "spore/ops.h"
 
 namespace spore::ops {
 
@@ -93,6 +97,208 @@ void infer_cast(const InferArgs& a, Inference& out) {
 
 }  // namespace
 
+// ---- backward rules (NOTE [Elementwise gradients]) -----------------------------------------
+//
+// NOTE [Elementwise gradients]
+// Rules are written with ops, so an enclosing tape records them (gradients of gradients) and
+// graph mode can differentiate with the same code. A returned gradient may have the broadcast
+// output shape and the output's dtype: the tape sums it to the input's shape and casts it to the
+// input's dtype (accumulate in src/autograd/tape.cc). Inputs that are not floating get no
+// gradient (an undefined tensor): only floating tensors are differentiated.
+// * The forward output is reused where that is cheaper: exp g*y, tanh g*(1-y^2), sigmoid
+//   g*y*(1-y), sqrt g/(2y), rsqrt -g*y^3/2, div -(g/b)*y for the divisor.
+// * erf, gelu, gelu_tanh and silu evaluate their derivative in at least float32 (as their
+//   kernels evaluate the function) and round once to the gradient's dtype.
+// * Points where the function has no derivative take PyTorch's conventions: abs has slope 0 at
+//   0; relu 0 at 0; relu6 0 at 0 and at 6; maximum/minimum split the gradient half and half
+//   between tied operands (a NaN operand passes the whole gradient to both, as in PyTorch).
+// * pow(a, b): d/da = b*a^(b-1), taken as 0 where b == 0 (otherwise 0*inf = NaN at a == 0);
+//   d/db = y*log(a), taken as 0 where a == 0 and b >= 0 (a^b is flat in b there) and NaN for
+//   a < 0, where the real log is undefined. Both are PyTorch's choices.
+// * where: no gradient for the condition; cast: the gradient is cast back to the input's dtype;
+//   comparisons and logical ops return bool, which the tape never records, so they have none.
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+bool differentiable(const Tensor& t) { return is_floating(t.dtype()); }
+
+// `make()` for a floating input, "no gradient" otherwise.
+template <typename F>
+Tensor grad_if(const Tensor& input, F&& make) {
+  return differentiable(input) ? make() : Tensor();
+}
+
+Tensor zero_of(const Tensor& like) { return scalar_like(like, 0.0); }
+Tensor one_minus(const Tensor& t) { return sub(scalar_like(t, 1.0), t); }
+// The dtype a derivative is evaluated in (NOTE [Elementwise gradients]).
+Tensor opmath(const Tensor& t) {
+  return is_low_precision(t.dtype()) ? cast(t, DType::kFloat32) : t;
+}
+// g * d, with d evaluated in opmath precision, rounded once to g's dtype.
+Tensor times_derivative(const Tensor& g, const Tensor& d) {
+  return cast(mul(opmath(g), d), g.dtype());
+}
+
+Grads add_backward(const BackwardArgs& b) {
+  const Tensor& g = b.grad_outputs[0];
+  return {grad_if(b.inputs[0], [&] { return g; }), grad_if(b.inputs[1], [&] { return g; })};
+}
+
+Grads sub_backward(const BackwardArgs& b) {
+  const Tensor& g = b.grad_outputs[0];
+  return {grad_if(b.inputs[0], [&] { return g; }), grad_if(b.inputs[1], [&] { return neg(g); })};
+}
+
+Grads mul_backward(const BackwardArgs& b) {
+  const Tensor &x = b.inputs[0], &y = b.inputs[1], &g = b.grad_outputs[0];
+  return {grad_if(x, [&] { return mul(g, y); }), grad_if(y, [&] { return mul(g, x); })};
+}
+
+Grads div_backward(const BackwardArgs& b) {
+  const Tensor &x = b.inputs[0], &y = b.inputs[1], &out = b.outputs[0], &g = b.grad_outputs[0];
+  if (!differentiable(x) && !differentiable(y)) return {};
+  Tensor gx = div(g, y);  // d(x/y)/dy = -(x/y)/y = -out/y, so gy = -gx*out
+  return {grad_if(x, [&] { return gx; }), grad_if(y, [&] { return neg(mul(gx, out)); })};
+}
+
+Grads pow_backward(const BackwardArgs& b) {
+  const Tensor &x = b.inputs[0], &e = b.inputs[1], &out = b.outputs[0], &g = b.grad_outputs[0];
+  return {grad_if(x,
+                  [&] {
+                    Tensor d = mul(g, mul(e, pow(x, sub(e, 1.0))));
+                    return where(eq(e, zero_of(e)), zero_of(d), d);
+                  }),
+          grad_if(e, [&] {
+            Tensor d = mul(g, mul(out, log(x)));
+            Tensor flat = logical_and(eq(x, zero_of(x)), ge(e, zero_of(e)));
+            return where(flat, zero_of(d), d);
+          })};
+}
+
+// maximum (is_max) or minimum: the winner takes the gradient, ties split it.
+Grads extremum_backward(const BackwardArgs& b, bool is_max) {
+  const Tensor &x = b.inputs[0], &y = b.inputs[1], &g = b.grad_outputs[0];
+  const Tensor shared = where(eq(x, y), mul(g, 0.5), g);
+  const Tensor zero = zero_of(g);
+  return {grad_if(x, [&] { return where(is_max ? lt(x, y) : gt(x, y), zero, shared); }),
+          grad_if(y, [&] { return where(is_max ? gt(x, y) : lt(x, y), zero, shared); })};
+}
+Grads maximum_backward(const BackwardArgs& b) { return extremum_backward(b, true); }
+Grads minimum_backward(const BackwardArgs& b) { return extremum_backward(b, false); }
+
+// Unary rules: the gradient of the one input from x, y = f(x) and g.
+template <Tensor (*Rule)(const Tensor& x, const Tensor& y, const Tensor& g)>
+Grads unary_backward(const BackwardArgs& b) {
+  const Tensor& x = b.inputs[0];
+  return {grad_if(x, [&] { return Rule(x, b.outputs[0], b.grad_outputs[0]); })};
+}
+
+Tensor neg_rule(const Tensor&, const Tensor&, const Tensor& g) { return neg(g); }
+Tensor abs_rule(const Tensor& x, const Tensor&, const Tensor& g) {
+  const Tensor zero = zero_of(x), gz = zero_of(g);
+  return where(gt(x, zero), g, where(lt(x, zero), neg(g), gz));  // sign(x) * g, 0 at 0
+}
+Tensor exp_rule(const Tensor&, const Tensor& y, const Tensor& g) { return mul(g, y); }
+Tensor log_rule(const Tensor& x, const Tensor&, const Tensor& g) { return div(g, x); }
+Tensor sqrt_rule(const Tensor&, const Tensor& y, const Tensor& g) { return div(g, mul(y, 2.0)); }
+Tensor rsqrt_rule(const Tensor&, const Tensor& y, const Tensor& g) {
+  return mul(mul(g, mul(y, mul(y, y))), -0.5);  // d x^(-1/2) = -x^(-3/2)/2 = -y^3/2
+}
+Tensor sin_rule(const Tensor& x, const Tensor&, const Tensor& g) { return mul(g, cos(x)); }
+Tensor cos_rule(const Tensor& x, const Tensor&, const Tensor& g) { return neg(mul(g, sin(x))); }
+Tensor tanh_rule(const Tensor&, const Tensor& y, const Tensor& g) {
+  return mul(g, one_minus(mul(y, y)));
+}
+Tensor sigmoid_rule(const Tensor&, const Tensor& y, const Tensor& g) {
+  return mul(g, mul(y, one_minus(y)));
+}
+Tensor erf_rule(const Tensor& x, const Tensor&, const Tensor& g) {
+  const Tensor xf = opmath(x);  // d erf = 2/sqrt(pi) * exp(-x^2)
+  return times_derivative(g, mul(exp(neg(mul(xf, xf))), 2.0 * std::numbers::inv_sqrtpi));
+}
+Tensor relu_rule(const Tensor& x, const Tensor&, const Tensor& g) {
+  return where(gt(x, zero_of(x)), g, zero_of(g));
+}
+Tensor relu6_rule(const Tensor& x, const Tensor&, const Tensor& g) {
+  const Tensor inside = logical_and(gt(x, zero_of(x)), lt(x, scalar_like(x, 6.0)));
+  return where(inside, g, zero_of(g));
+}
+Tensor gelu_rule(const Tensor& x, const Tensor&, const Tensor& g) {
+  // gelu = x * Phi(x): derivative Phi(x) + x * phi(x), phi the standard normal density.
+  const Tensor xf = opmath(x);
+  const Tensor cdf = mul(add(erf(mul(xf, std::numbers::sqrt2 / 2)), 1.0), 0.5);
+  constexpr double inv_sqrt_2pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;
+  const Tensor pdf = mul(exp(mul(mul(xf, xf), -0.5)), inv_sqrt_2pi);
+  return times_derivative(g, add(cdf, mul(xf, pdf)));
+}
+Tensor gelu_tanh_rule(const Tensor& x, const Tensor&, const Tensor& g) {
+  // gelu_tanh = x/2 * (1 + tanh(u)), u = k*(x + c*x^3): derivative
+  // (1 + t)/2 + x/2 * (1 - t^2) * k * (1 + 3c*x^2), t = tanh(u).
+  constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, c = 0.044715;
+  const Tensor xf = opmath(x);
+  const Tensor x2 = mul(xf, xf);
+  const Tensor t = tanh(mul(mul(xf, add(mul(x2, c), 1.0)), k));
+  const Tensor du = mul(add(mul(x2, 3 * c), 1.0), k);
+  const Tensor d = add(mul(add(t, 1.0), 0.5), mul(mul(mul(xf, 0.5), one_minus(mul(t, t))), du));
+  return times_derivative(g, d);
+}
+Tensor silu_rule(const Tensor& x, const Tensor&, const Tensor& g) {
+  // silu = x * s, s = sigmoid(x): derivative s * (1 + x * (1 - s)).
+  const Tensor xf = opmath(x);
+  const Tensor s = sigmoid(xf);
+  return times_derivative(g, mul(s, add(mul(xf, one_minus(s)), 1.0)));
+}
+
+Grads where_backward(const BackwardArgs& b) {
+  const Tensor &c = b.inputs[0], &g = b.grad_outputs[0];
+  const Tensor zero = zero_of(g);
+  return {Tensor(), grad_if(b.inputs[1], [&] { return where(c, g, zero); }),
+          grad_if(b.inputs[2], [&] { return where(c, zero, g); })};
+}
+
+Grads cast_backward(const BackwardArgs& b) {
+  const Tensor& x = b.inputs[0];
+  return {grad_if(x, [&] { return cast(b.grad_outputs[0], x.dtype()); })};
+}
+
+Grads copy_backward(const BackwardArgs& b) {
+  return {grad_if(b.inputs[0], [&] { return b.grad_outputs[0]; })};
+}
+
+void set_backward_rules(OpTable& table) {
+  auto set = [&](OpId id, BackwardFn fn) { table[(size_t)id].backward = fn; };
+  set(OpId::k_add, &add_backward);
+  set(OpId::k_sub, &sub_backward);
+  set(OpId::k_mul, &mul_backward);
+  set(OpId::k_div, &div_backward);
+  set(OpId::k_pow, &pow_backward);
+  set(OpId::k_maximum, &maximum_backward);
+  set(OpId::k_minimum, &minimum_backward);
+  set(OpId::k_neg, &unary_backward<neg_rule>);
+  set(OpId::k_abs, &unary_backward<abs_rule>);
+  set(OpId::k_exp, &unary_backward<exp_rule>);
+  set(OpId::k_log, &unary_backward<log_rule>);
+  set(OpId::k_sqrt, &unary_backward<sqrt_rule>);
+  set(OpId::k_rsqrt, &unary_backward<rsqrt_rule>);
+  set(OpId::k_sin, &unary_backward<sin_rule>);
+  set(OpId::k_cos, &unary_backward<cos_rule>);
+  set(OpId::k_tanh, &unary_backward<tanh_rule>);
+  set(OpId::k_sigmoid, &unary_backward<sigmoid_rule>);
+  set(OpId::k_erf, &unary_backward<erf_rule>);
+  set(OpId::k_relu, &unary_backward<relu_rule>);
+  set(OpId::k_relu6, &unary_backward<relu6_rule>);
+  set(OpId::k_gelu, &unary_backward<gelu_rule>);
+  set(OpId::k_gelu_tanh, &unary_backward<gelu_tanh_rule>);
+  set(OpId::k_silu, &unary_backward<silu_rule>);
+  set(OpId::k_where, &where_backward);
+  set(OpId::k_cast, &cast_backward);
+  set(OpId::k_copy, &copy_backward);
+}
+
+}  // namespace
+
 void define_elementwise_ops(OpTable& table) {
   for (OpId id : {OpId::k_add, OpId::k_sub, OpId::k_mul, OpId::k_div, OpId::k_pow,
                   OpId::k_maximum, OpId::k_minimum}) {
@@ -129,6 +335,7 @@ void define_elementwise_ops(OpTable& table) {
   }
   define(table, OpId::k_cast, 1, {{"dtype", AttrKind::kDType}}).infer = infer_cast;
   define(table, OpId::k_copy, 1).infer = infer_same_as_input;
+  set_backward_rules(table);
 }
 
 }  // namespace spore::ops

@@ -16,4 +16,8 @@ Tensor embedding(const Tensor& ids, const Tensor& table) {
   return dispatch1(OpId::k_embedding, {ids, table});
 }
 
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src) {
+  return dispatch1(OpId::k_scatter_add, {x, index, src}, Attrs{axis});
+}
+
 }  // namespace spore

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "op_families.h"
+#include "spore/ops.h"
 
 namespace spore::ops {
 
@@ -59,12 +60,47 @@ void infer_matmul(const InferArgs& args, Inference& out) {
   out.compute = compute;
 }
 
+
+// NOTE [Matmul gradient]
+// With a, b the operands as matrices (a 1-D operand given back its unit axis: [1, K] or [K, 1])
+// and g the output gradient with the removed axes restored, ga = g @ b^T and gb = a^T @ g; the
+// unit axes are then removed again. Both have the broadcast batch axes of the output; the tape's
+// sum_to reduces them to each operand's own batch shape. Written with ops, like every rule.
+std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
+  const Tensor &a = args.inputs[0], &b = args.inputs[1], &g = args.grad_outputs[0];
+  const bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
+  const Tensor a2 = a_vec ? reshape(a, {1, a.shape()[0]}) : a;
+  const Tensor b2 = b_vec ? reshape(b, {b.shape()[0], 1}) : b;
+  std::vector<int64_t> gs = g.shape().to_vector();
+  if (b_vec) gs.push_back(1);
+  if (a_vec) gs.insert(gs.end() - 1, 1);
+  const Tensor g2 = reshape(g, gs);
+
+  // Drops the unit axis at `axis` (-2 or -1) that a 1-D operand was given.
+  auto drop_axis = [](const Tensor& t, int axis) {
+    std::vector<int64_t> s = t.shape().to_vector();
+    s.erase(s.end() + axis);
+    return reshape(t, s);
+  };
+  Tensor ga, gb;
+  if (is_floating(a.dtype())) {
+    ga = matmul(g2, transpose(b2, -1, -2));
+    if (a_vec) ga = drop_axis(ga, -2);
+  }
+  if (is_floating(b.dtype())) {
+    gb = matmul(transpose(a2, -1, -2), g2);
+    if (b_vec) gb = drop_axis(gb, -1);
+  }
+  return {ga, gb};
+}
+
 }  // namespace
 
 void define_matmul_ops(OpTable& table) {
   OpDef& d = define(table, OpId::k_matmul, 2);
   d.promote_mask = 0b11;
   d.infer = &infer_matmul;
+  d.backward = &matmul_backward;
 }
 
 }  // namespace spore::ops

@@ -13,8 +13,12 @@
 // Empty reductions: sum gives 0, mean NaN, var NaN; max, min, argmax, argmin refuse (kValue),
 // since an empty set has no extreme. var divides by max(0, count - correction), so a correction
 // >= count gives inf (or NaN when every deviation is 0), like PyTorch.
+// Backward rules: NOTE [Reduction gradients] below.
+#include <algorithm>
+
 #include "op_families.h"
 #include "reduce_attrs.h"
+#include "spore/ops.h"
 
 namespace spore::ops {
 
@@ -97,14 +101,91 @@ const std::vector<AttrSpec> kAxesKeep = {{"axes", AttrKind::kInts}, {"keepdims",
 
 }  // namespace
 
+// ---- backward rules (NOTE [Reduction gradients]) -------------------------------------------
+//
+// NOTE [Reduction gradients]
+// Written with ops (NOTE [Elementwise gradients] in elementwise.cc). Each rule first reshapes
+// the output gradient to the keepdims form (the reduced axes kept with extent 1), so that it
+// broadcasts against the input whatever keepdims was:
+// * sum: that gradient expanded over the reduced axes (a broadcast view, no copy);
+// * mean: the same divided by the number of reduced elements;
+// * max, min: the gradient goes to the elements equal to the result, split evenly among ties
+//   (torch.amax/amin). A NaN result matches no element, so its slice gets NaN (0/0);
+// * var: g * 2 * (x - mean) / max(0, count - correction), the forward's divisor, so a correction
+//   >= count gives inf/NaN gradients as the forward gives inf/NaN;
+// * argmax, argmin: integer outputs, never recorded by the tape, so no rule.
+// Integer and bool inputs get no gradient (only floating tensors are differentiated).
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+std::vector<int> axes_of(OpId id, const Tensor& x, const Attrs& attrs) {
+  return reduce_axes(op_def(id), attrs.ints(0), x.ndim());
+}
+
+int64_t count_of(const Shape& s, const std::vector<int>& axes) {
+  int64_t n = 1;
+  for (int ax : axes) n *= s[ax];
+  return n;
+}
+
+// The gradient of a reduction's output in keepdims form.
+Tensor keepdims_form(const Tensor& g, const Shape& in, const std::vector<int>& axes) {
+  const Shape k = reduced_shape(in, axes, /*keepdims=*/true);
+  return g.shape() == k ? g : reshape(g, k.to_vector());
+}
+
+Grads sum_backward(const BackwardArgs& b) {
+  const Tensor& x = b.inputs[0];
+  if (!is_floating(x.dtype())) return {Tensor()};
+  const Tensor gk = keepdims_form(b.grad_outputs[0], x.shape(), axes_of(OpId::k_sum, x, b.attrs));
+  return {expand(gk, x.shape().to_vector())};
+}
+
+Grads mean_backward(const BackwardArgs& b) {
+  const Tensor& x = b.inputs[0];
+  const std::vector<int> axes = axes_of(OpId::k_mean, x, b.attrs);
+  const Tensor gk = keepdims_form(b.grad_outputs[0], x.shape(), axes);
+  return {expand(div(gk, (double)count_of(x.shape(), axes)), x.shape().to_vector())};
+}
+
+Grads extreme_backward(const BackwardArgs& b, OpId id) {
+  const Tensor& x = b.inputs[0];
+  if (!is_floating(x.dtype())) return {Tensor()};
+  const Tensor& g = b.grad_outputs[0];
+  const std::vector<int> axes = axes_of(id, x, b.attrs);
+  const Tensor hit = cast(eq(x, keepdims_form(b.outputs[0], x.shape(), axes)), g.dtype());
+  const Tensor ties = sum(hit, std::vector<int64_t>(axes.begin(), axes.end()), /*keepdims=*/true);
+  return {mul(hit, div(keepdims_form(g, x.shape(), axes), ties))};
+}
+Grads max_backward(const BackwardArgs& b) { return extreme_backward(b, OpId::k_max); }
+Grads min_backward(const BackwardArgs& b) { return extreme_backward(b, OpId::k_min); }
+
+Grads var_backward(const BackwardArgs& b) {
+  const Tensor& x = b.inputs[0];
+  const std::vector<int> axes = axes_of(OpId::k_var, x, b.attrs);
+  const int64_t divisor = std::max<int64_t>(0, count_of(x.shape(), axes) - b.attrs.i(1));
+  const Tensor centred = sub(x, mean(x, std::vector<int64_t>(axes.begin(), axes.end()), true));
+  const Tensor gk = keepdims_form(b.grad_outputs[0], x.shape(), axes);
+  return {mul(mul(centred, gk), 2.0 / (double)divisor)};
+}
+
+}  // namespace
+
 void define_reduce_ops(OpTable& table) {
-  define(table, OpId::k_sum, 1, kAxesKeep).infer = infer_sum;
-  define(table, OpId::k_mean, 1, kAxesKeep).infer = infer_mean;
-  define(table, OpId::k_max, 1, kAxesKeep).infer = infer_extreme;
-  define(table, OpId::k_min, 1, kAxesKeep).infer = infer_extreme;
-  define(table, OpId::k_var, 1,
-         {{"axes", AttrKind::kInts}, {"correction", AttrKind::kInt}, {"keepdims", AttrKind::kBool}})
-      .infer = infer_var;
+  auto def = [&](OpId id, std::vector<AttrSpec> attrs, InferFn infer, BackwardFn backward) {
+    OpDef& d = define(table, id, 1, std::move(attrs));
+    d.infer = infer;
+    d.backward = backward;
+  };
+  def(OpId::k_sum, kAxesKeep, infer_sum, &sum_backward);
+  def(OpId::k_mean, kAxesKeep, infer_mean, &mean_backward);
+  def(OpId::k_max, kAxesKeep, infer_extreme, &max_backward);
+  def(OpId::k_min, kAxesKeep, infer_extreme, &min_backward);
+  def(OpId::k_var,
+      {{"axes", AttrKind::kInts}, {"correction", AttrKind::kInt}, {"keepdims", AttrKind::kBool}},
+      infer_var, &var_backward);
   const std::vector<AttrSpec> arg = {{"axis", AttrKind::kInt}, {"keepdims", AttrKind::kBool}};
   define(table, OpId::k_argmax, 1, arg).infer = infer_arg;
   define(table, OpId::k_argmin, 1, arg).infer = infer_arg;

@@ -1,13 +1,23 @@
-// Shape ops: reshape, permute, slice, expand (views, NOTE [Views]) and concat (a kernel).
+// Shape ops: reshape, permute, slice, expand (views, NOTE [Views]), concat and slice_scatter
+// (kernels), and their backward rules.
 //
 // View ops have no kernel: their view function builds the output with Tensor::view_of over the
 // input's storage, so no element moves and writes through either tensor are seen by both.
+//
+// NOTE [Shape gradients]
+// Each rule undoes its op on the gradient with other shape ops: reshape and permute map the
+// gradient back (reshape to the input's shape, the inverse permutation); slice writes it into
+// zeros of the input's shape (slice_scatter) and concat slices it back per input; expand sums
+// it over the broadcast axes. View ops are dispatched like any op, so the tape records them
+// (dispatch calls the observer for views too), and the composites of shape_api.cc (squeeze,
+// transpose, split, stack...) differentiate through the registry ops they are made of.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "op_families.h"
 #include "shape_rules.h"
+#include "spore/ops.h"
 
 namespace spore::ops {
 
@@ -157,30 +167,120 @@ void infer_concat(const InferArgs& a, Inference& out) {
   out.compute = t;
 }
 
+// ---- slice_scatter --------------------------------------------------------------------------
+// slice_scatter(x, src; axis, start, end, step): x with the slice that slice() would view
+// replaced by src, which must have exactly that slice's shape and x's dtype.
+void infer_slice_scatter(const InferArgs& a, Inference& out) {
+  const Tensor& x = a.inputs[0];
+  const Tensor& src = a.inputs[1];
+  SliceRange r = resolve_slice(a.def, x.shape(), a.attrs.i(0), a.attrs.i(1), a.attrs.i(2), a.attrs.i(3));
+  Shape s = x.shape();
+  s[r.axis] = r.length;
+  if (src.shape() != s)
+    op_error(a.def, ErrorCode::kShape,
+             "src has shape " + src.shape().str() + " but the slice " + std::to_string(r.start) + ":" +
+                 std::to_string(r.start + r.length * r.step) + ":" + std::to_string(r.step) + " of axis " +
+                 std::to_string(r.axis) + " of x " + x.shape().str() + " has shape " + s.str() +
+                 "; src must have the slice's shape");
+  if (src.dtype() != x.dtype())
+    op_error(a.def, ErrorCode::kDType, "src is " + std::string(dtype_name(src.dtype())) + " but x is " +
+                                           dtype_name(x.dtype()) + " (inputs " + describe_inputs(a.inputs) +
+                                           "); cast src to x's dtype");
+  out.outputs[0] = {x.shape(), x.dtype()};
+  out.compute = x.dtype();
+}
+
+// ---- backward rules (NOTE [Shape gradients]) ------------------------------------------------
+Tensor zeros_for(const Shape& shape, const Tensor& like) {
+  return full(shape.to_vector(), 0.0, like.dtype(), like.device());
+}
+
+std::vector<Tensor> reshape_backward(const BackwardArgs& b) {
+  return {reshape(b.grad_outputs[0], b.inputs[0].shape().to_vector())};
+}
+
+std::vector<Tensor> permute_backward(const BackwardArgs& b) {
+  std::vector<int> p = permute_axes(op_def(OpId::k_permute), b.inputs[0], b.attrs.ints(0));
+  std::vector<int64_t> inverse(p.size());
+  for (size_t i = 0; i < p.size(); ++i) inverse[(size_t)p[i]] = (int64_t)i;
+  return {permute(b.grad_outputs[0], inverse)};
+}
+
+std::vector<Tensor> slice_backward(const BackwardArgs& b) {
+  const Tensor &x = b.inputs[0], &g = b.grad_outputs[0];
+  const Attrs& a = b.attrs;
+  return {slice_scatter(zeros_for(x.shape(), g), g, a.i(0), a.i(1), a.i(2), a.i(3))};
+}
+
+// Sums the broadcast axes: the new leading ones, and those where a size-1 input was stretched.
+// (autograd's sum_to does the same but lives above the ops layer.)
+std::vector<Tensor> expand_backward(const BackwardArgs& b) {
+  const Shape &in = b.inputs[0].shape();
+  const Tensor& g = b.grad_outputs[0];
+  const int lead = g.ndim() - in.ndim();
+  std::vector<int64_t> axes;
+  for (int i = 0; i < g.ndim(); ++i)
+    if (i < lead || (in[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(i);
+  Tensor r = axes.empty() ? g : sum(g, axes, /*keepdims=*/true);
+  return {reshape(r, in.to_vector())};
+}
+
+std::vector<Tensor> concat_backward(const BackwardArgs& b) {
+  const Tensor& g = b.grad_outputs[0];
+  const int axis = normalize_axis(b.attrs.i(0), g.ndim(), "concat");
+  std::vector<Tensor> grads;
+  int64_t at = 0;
+  for (const Tensor& x : b.inputs) {
+    const int64_t n = x.shape()[axis];
+    grads.push_back(slice(g, axis, at, at + n));
+    at += n;
+  }
+  return grads;
+}
+
+// x keeps the gradient outside the slice (inside, its values were overwritten); src gets the slice.
+std::vector<Tensor> slice_scatter_backward(const BackwardArgs& b) {
+  const Tensor &src = b.inputs[1], &g = b.grad_outputs[0];
+  const Attrs& a = b.attrs;
+  return {slice_scatter(g, zeros_for(src.shape(), g), a.i(0), a.i(1), a.i(2), a.i(3)),
+          slice(g, a.i(0), a.i(1), a.i(2), a.i(3))};
+}
+
 }  // namespace
 
 void define_shape_ops(OpTable& table) {
   OpDef& reshape = define(table, OpId::k_reshape, 1, {{"shape", AttrKind::kInts}});
   reshape.infer = infer_reshape;
   reshape.view = view_reshape;
+  reshape.backward = reshape_backward;
 
   OpDef& permute = define(table, OpId::k_permute, 1, {{"axes", AttrKind::kInts}});
   permute.infer = infer_permute;
   permute.view = view_permute;
+  permute.backward = permute_backward;
 
-  OpDef& slice = define(table, OpId::k_slice, 1,
-                        {{"axis", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt},
-                         {"step", AttrKind::kInt}});
+  const std::vector<AttrSpec> slice_attrs{
+      {"axis", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}};
+  OpDef& slice = define(table, OpId::k_slice, 1, slice_attrs);
   slice.infer = infer_slice;
   slice.view = view_slice;
+  slice.backward = slice_backward;
 
   OpDef& expand = define(table, OpId::k_expand, 1, {{"shape", AttrKind::kInts}});
   expand.infer = infer_expand;
   expand.view = view_expand;
+  expand.backward = expand_backward;
 
   OpDef& concat = define(table, OpId::k_concat, -1, {{"axis", AttrKind::kInt}});
   concat.promote_mask = ~0u;
   concat.infer = infer_concat;
+  concat.backward = concat_backward;
+
+  // x and src join promotion (they share one dtype) so that a precision fallback casts both.
+  OpDef& scatter = define(table, OpId::k_slice_scatter, 2, slice_attrs);
+  scatter.promote_mask = 0b11;
+  scatter.infer = infer_slice_scatter;
+  scatter.backward = slice_scatter_backward;
 }
 
 }  // namespace spore::ops

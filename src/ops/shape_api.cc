@@ -1,6 +1,6 @@
-// Public API of the shape family (include/spore/ops.h). reshape, permute, slice, expand and
-// concat are registry ops; transpose, flatten, squeeze, unsqueeze, stack, split and chunk are
-// composites of them, so autograd and graph tracing see only registry ops.
+// Public API of the shape family (include/spore/ops.h). reshape, permute, slice, expand, concat
+// and slice_scatter are registry ops; transpose, flatten, squeeze, unsqueeze, stack, split and
+// chunk are composites of them, so autograd and graph tracing see only registry ops.
 #include <string>
 
 #include "spore/op_registry.h"
@@ -50,6 +50,11 @@ Tensor flatten(const Tensor& x, int64_t start_axis, int64_t end_axis) {
 
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end, int64_t step) {
   return dispatch1(OpId::k_slice, {x}, Attrs{axis, start, end, step});
+}
+
+Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t axis, int64_t start, int64_t end,
+                     int64_t step) {
+  return dispatch1(OpId::k_slice_scatter, {x, src}, Attrs{axis, start, end, step});
 }
 
 // squeeze with an axis whose size is not 1 is an error (NumPy and MindSpore), not a silent no-op

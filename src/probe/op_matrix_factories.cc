@@ -206,6 +206,11 @@ std::map<std::string, OpFactory, std::less<>> build() {
   f["permute"] = one_input(Shape{2, 3, 2}, K::kGeneral,
                            [](const std::vector<Tensor>& x, bool) { return permute(x[0], {2, 0, 1}); });
   f["slice"] = one_input(Shape{4, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return slice(x[0], 0, 1, 4, 2); });
+  f["slice_scatter"] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{4, 3}, K::kGeneral}, {Shape{2, 3}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return slice_scatter(x[0], x[1], 0, 1, 4, 2); },
+                       /*strided_first=*/true);
+  };
   f["expand"] = one_input(Shape{1, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return expand(x[0], {2, 3}); });
   f["concat"] = [](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{1, 3}, K::kGeneral}},
@@ -224,6 +229,15 @@ std::map<std::string, OpFactory, std::less<>> build() {
     OpCase c = with_inputs(t, {{Shape{4, 3}, K::kGeneral}},
                            [](const std::vector<Tensor>& x, bool) { return index_select(x[0], 0, x[1]); });
     Tensor idx = index_tensor({2, 0}, Shape{2});
+    c.inputs.push_back(idx);
+    c.ref_inputs.push_back(idx);
+    return c;
+  };
+  f["scatter_add"] = [](DType t) -> std::optional<OpCase> {
+    // Repeated indices (two 0s in column 0), and src larger than index along axis 1.
+    OpCase c = with_inputs(t, {{Shape{3, 4}, K::kGeneral}, {Shape{2, 4}, K::kGeneral}},
+                           [](const std::vector<Tensor>& x, bool) { return scatter_add(x[0], 0, x[2], x[1]); });
+    Tensor idx = index_tensor({0, 2, 1, 0, 0, 1}, Shape{2, 3});
     c.inputs.push_back(idx);
     c.ref_inputs.push_back(idx);
     return c;

@@ -153,3 +153,31 @@ TEST(DataCsv, RandomBytesNeverCrash) {
 
 }  // namespace
 }  // namespace spore::data::test
+
+namespace spore::data::test {
+namespace {
+
+// NOTE [Compressed inputs]: a gzip file (here two concatenated members, as `cat a.gz b.gz`
+// makes) reads like its inflated text; damage to it is a kFormat error naming the file.
+TEST(DataCsv, GzipCompressedFilesInflate) {
+  Dataset ds = CsvSource(fixture("two_members.csv.gz"));
+  EXPECT_EQ(ds.column_names(), (std::vector<std::string>{"x", "y", "label"}));
+  std::vector<Row> rows = collect(ds);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1][0].item<float>(), 3.5f);
+  EXPECT_EQ(rows[1][1].item<float>(), -4.0f);
+  EXPECT_EQ(rows[2][2].item<float>(), 2.0f);
+
+  const std::string packed = read_all(fixture("two_members.csv.gz"));
+  ScratchDir dir;
+  // Cut inside the first member's deflate data: the stream ends early.
+  std::string cut = dir.write("cut.csv.gz", packed.substr(0, 20));
+  expect_error([&] { CsvSource(cut); }, ErrorCode::kFormat, {"cut.csv.gz", "truncated"});
+  std::string bad = packed;
+  for (size_t i = 12; i < 20; ++i) bad[i] = (char)0xff;  // garbage in place of deflate blocks
+  std::string corrupt = dir.write("corrupt.csv.gz", bad);
+  expect_error([&] { CsvSource(corrupt); }, ErrorCode::kFormat, {"corrupt.csv.gz", "gzip"});
+}
+
+}  // namespace
+}  // namespace spore::data::test

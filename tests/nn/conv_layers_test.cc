@@ -106,7 +106,7 @@ TEST(NnPool, MaxAvgAdaptive) {
 }
 
 // Gradients of the conv and pooling layers in float64 by central differences.
-TEST(NnGradConv, DISABLED_Conv2dAndPools) {
+TEST(NnGradConv, Conv2dAndPools) {
   const DType f64 = DType::kFloat64;
   auto rnd = [&](std::vector<int64_t> s, uint32_t seed) {
     int64_t n = 1;

@@ -1,5 +1,3 @@
-// Disabled until the ops backward rules land (OpDef::backward, issue 3): value_and_grad stops at
-// the first op without a rule. Enable by removing the DISABLED_ prefixes.
 // Gradient checks (float64, central differences) of every non-convolution layer and every loss:
 // autograd differentiates them through the ops' backward rules.
 #include <gtest/gtest.h>
@@ -20,7 +18,7 @@ Tensor rnd(std::vector<int64_t> s, uint32_t seed, double lo = -1, double hi = 1)
   return test::make_tensor(test::random_values(n, f64, lo, hi, seed), s, f64);
 }
 
-TEST(NnGrad, DISABLED_DenseAndEmbedding) {
+TEST(NnGrad, DenseAndEmbedding) {
   nn::Dense d(4, 3, true, "tanh", 1, f64);
   gradcheck_cell(d, rnd({2, 4}, 1), "Dense tanh");
   nn::Dense nb(3, 2, false, nullptr, 2, f64);
@@ -29,7 +27,7 @@ TEST(NnGrad, DISABLED_DenseAndEmbedding) {
   gradcheck_cell(e, test::make_tensor({1, 5, 1, 0}, {2, 2}, DType::kInt64), "Embedding", /*check_input=*/false);
 }
 
-TEST(NnGrad, DISABLED_Activations) {
+TEST(NnGrad, Activations) {
   // Values away from the kinks of relu/relu6 (0 and 6).
   Tensor x = rnd({3, 4}, 3, 0.1, 1.5);
   Tensor xs = sub(mul(x, 5.0), 4.0);  // spans [-3.5, 3.5] without hitting 0 exactly
@@ -41,7 +39,7 @@ TEST(NnGrad, DISABLED_Activations) {
     gradcheck_cell(*c, xs.contiguous(), c->name());
 }
 
-TEST(NnGrad, DISABLED_Norms) {
+TEST(NnGrad, Norms) {
   nn::BatchNorm2d bn(3, 1e-5, 0.9, true, f64);
   bn.gamma().set_value(rnd({3}, 4, 0.5, 1.5));
   bn.beta().set_value(rnd({3}, 5));
@@ -58,7 +56,7 @@ TEST(NnGrad, DISABLED_Norms) {
   gradcheck_cell(rn, rnd({3, 5}, 12), "RMSNorm");
 }
 
-TEST(NnGrad, DISABLED_DropoutGradientIsTheScaledMask) {
+TEST(NnGrad, DropoutGradientIsTheScaledMask) {
   nn::Dropout d(0.4, 5);
   Tensor x = rnd({6, 7}, 13, 0.5, 1.5);
   Tensor w = rnd({6, 7}, 14);
@@ -71,7 +69,7 @@ TEST(NnGrad, DISABLED_DropoutGradientIsTheScaledMask) {
   gradcheck_cell(d, x, "Dropout eval");
 }
 
-TEST(NnGrad, DISABLED_Losses) {
+TEST(NnGrad, Losses) {
   const DType i64 = DType::kInt64;
   Tensor a = rnd({3, 4}, 15), b = rnd({3, 4}, 16);
   Tensor l1b = add(a, rnd({3, 4}, 17, 0.2, 0.8));  // |a - b| away from 0
@@ -108,7 +106,7 @@ TEST(NnGrad, DISABLED_Losses) {
   test::expect_close(g.input_grads[0], {0.25, -0.5}, "bce grad at 0");
 }
 
-TEST(NnGrad, DISABLED_SmallNetworkWeightsThroughValueAndGrad) {
+TEST(NnGrad, SmallNetworkWeightsThroughValueAndGrad) {
   nn::SequentialCell net({std::make_shared<nn::Dense>(3, 5, true, "silu", 1, f64),
                           std::make_shared<nn::LayerNorm>(std::vector<int64_t>{5}, 1e-5, true, f64),
                           std::make_shared<nn::Dense>(5, 2, true, nullptr, 2, f64)});

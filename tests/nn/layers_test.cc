@@ -146,7 +146,7 @@ TEST(NnCell, SequentialNamesAndTrainableParams) {
   EXPECT_EQ(y.shape(), Shape({3, 2}));
 }
 
-TEST(NnCell, DISABLED_ToFloatRunsLowAndKeepsFloat32Masters) {
+TEST(NnCell, ToFloatRunsLowAndKeepsFloat32Masters) {
   for (DType low : {DType::kFloat16, DType::kBFloat16}) {
     auto net = std::make_shared<nn::SequentialCell>(std::vector<nn::CellPtr>{
         std::make_shared<nn::Dense>(6, 8, true, "gelu", 1), std::make_shared<nn::LayerNorm>(std::vector<int64_t>{8}),

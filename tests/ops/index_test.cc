@@ -1,5 +1,6 @@
-// Indexing ops: gather, index_select, embedding, against references computed here with plain
-// loops; out-of-range and negative indices must be kIndex errors (never a read out of bounds).
+// Indexing ops: gather, index_select, embedding, scatter_add, against references computed here
+// with plain loops; out-of-range and negative indices must be kIndex errors (never a read out of
+// bounds).
 #include <gtest/gtest.h>
 
 #include "spore/context.h"
@@ -219,6 +220,159 @@ TEST(IndexEmbedding, StridedTableLargeAndErrors) {
   expect_error([&] { embedding(Tensor::from_vector<float>({0}, Shape{1}), small); }, ErrorCode::kDType, "embedding");
   expect_error([&] { embedding(Tensor::from_vector<int64_t>({0}, Shape{1}), Tensor::from_vector<float>({1}, Shape{1})); },
                ErrorCode::kShape, "embedding");
+}
+
+// ---- scatter_add ----------------------------------------------------------------------------
+// Small integers: every sum below is exact in every dtype (int8 and bfloat16 included), so any
+// difference is the kernel's.
+Tensor small_ints(const Shape& shape, DType t, uint32_t seed, std::vector<double>* values) {
+  *values = random_values(shape.numel(), DType::kInt64, 0, 7, seed);
+  return make_tensor(*values, shape, t);
+}
+
+TEST(IndexScatterAdd, EveryDTypeAxisAndIndexType) {
+  const int64_t X0 = 4, X1 = 5;
+  for (DType t : kAllDTypes) {
+    if (t == DType::kBool) continue;  // sums are not bools: see BoolIsALogicalOr
+    for (DType it : {DType::kInt32, DType::kInt64}) {
+      for (int axis = 0; axis < 2; ++axis) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + " index " + dtype_name(it) + " axis " + std::to_string(axis));
+        std::vector<double> xv, sv;
+        Tensor x = small_ints(Shape{X0, X1}, t, 21, &xv);
+        // index [6, 3] along axis 0 (more rows than x: indices repeat), [3, 6] along axis 1;
+        // src is larger than index in both dimensions (only its leading block is read).
+        const int64_t I0 = axis == 0 ? 6 : 3, I1 = axis == 0 ? 3 : 6;
+        const int64_t S1 = I1 + 1;
+        Tensor src = small_ints(Shape{I0 + 1, S1}, t, 22, &sv);
+        std::vector<int64_t> iv;
+        Tensor index = random_index(Shape{I0, I1}, axis == 0 ? X0 : X1, it, 23 + axis, &iv);
+        Tensor y = scatter_add(x, axis - 2, index, src);
+        EXPECT_EQ(y.shape(), (Shape{X0, X1}));
+        EXPECT_EQ(y.dtype(), t);
+        std::vector<double> ref = xv;
+        for (int64_t i = 0; i < I0; ++i)
+          for (int64_t j = 0; j < I1; ++j) {
+            const int64_t k = iv[(size_t)(i * I1 + j)];
+            const int64_t at = axis == 0 ? k * X1 + j : i * X1 + k;
+            ref[(size_t)at] += sv[(size_t)(i * S1 + j)];
+          }
+        test::expect_close(y, ref);
+        test::expect_close(x, xv, "x is not modified");
+      }
+    }
+  }
+}
+
+TEST(IndexScatterAdd, BoolIsALogicalOr) {
+  // x = [0, 1, 0, 0]; true is added twice at 0 (stays true), false at 1 and true at 3.
+  auto bools = [](std::vector<uint8_t> v) { return cast(Tensor::from_vector<uint8_t>(v, Shape{4}), DType::kBool); };
+  Tensor y = scatter_add(bools({0, 1, 0, 0}), 0, Tensor::from_vector<int64_t>({0, 1, 3, 0}, Shape{4}),
+                         bools({1, 0, 1, 1}));
+  EXPECT_EQ(y.dtype(), DType::kBool);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{1, 1, 0, 1}));
+}
+
+TEST(IndexScatterAdd, ThreeDimsEveryAxis) {
+  const std::vector<int64_t> xs = {3, 4, 2};
+  for (int axis = 0; axis < 3; ++axis) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    std::vector<double> xv, sv;
+    Tensor x = small_ints(Shape(xs), DType::kFloat64, 31, &xv);
+    std::vector<int64_t> is = xs;
+    is[(size_t)axis] = 5;
+    Tensor src = small_ints(Shape(is), DType::kFloat64, 32, &sv);
+    std::vector<int64_t> iv;
+    Tensor index = random_index(Shape(is), xs[(size_t)axis], DType::kInt64, 33, &iv);
+    Tensor y = scatter_add(x, axis, index, src);
+    std::vector<double> ref = xv;
+    for (int64_t a = 0; a < is[0]; ++a)
+      for (int64_t b = 0; b < is[1]; ++b)
+        for (int64_t c = 0; c < is[2]; ++c) {
+          const size_t p = (size_t)((a * is[1] + b) * is[2] + c);
+          int64_t dst[3] = {a, b, c};
+          dst[axis] = iv[p];
+          ref[(size_t)((dst[0] * xs[1] + dst[1]) * xs[2] + dst[2])] += sv[p];
+        }
+    test::expect_close(y, ref);
+  }
+}
+
+TEST(IndexScatterAdd, StridedInputsZeroDimsAndEmpty) {
+  // x a transposed view, index an expanded (stride 0) view, src a strided slice.
+  std::vector<double> v(12);
+  for (int i = 0; i < 12; ++i) v[(size_t)i] = i;
+  Tensor x = transpose(make_tensor(v, Shape{3, 4}, DType::kFloat32), 0, 1);  // [4, 3]: x[i][j] = v[j*4+i]
+  Tensor index = expand(Tensor::from_vector<int64_t>({2, 0, 2}, Shape{1, 3}), {4, 3});
+  Tensor src_base = Tensor::from_vector<float>({1, 100, 2, 100, 3, 100, 4, 100, 5, 100, 6, 100, 7, 100, 8, 100, 9,
+                                                100, 10, 100, 11, 100, 12, 100},
+                                               Shape{4, 6});
+  Tensor src = slice(src_base, 1, 0, 6, 2);  // [4, 3]: 1..12 row-major
+  Tensor y = scatter_add(x, 1, index, src);  // row i: y[i][idx[j]] += src[i][j]
+  std::vector<double> ref;
+  for (int i = 0; i < 4; ++i) {
+    double row[3] = {v[(size_t)i], v[(size_t)(4 + i)], v[(size_t)(8 + i)]};
+    row[2] += 1 + 3 * i;  // src[i][0] into column 2
+    row[0] += 2 + 3 * i;  // src[i][1] into column 0
+    row[2] += 3 + 3 * i;  // src[i][2] into column 2 again
+    ref.insert(ref.end(), row, row + 3);
+  }
+  test::expect_close(y, ref);
+  // 0-d: one element along the axis.
+  Tensor s = scatter_add(Tensor::scalar<double>(1.5), 0, Tensor::scalar<int32_t>(0), Tensor::scalar<double>(2));
+  EXPECT_EQ(s.shape(), (Shape{}));
+  EXPECT_EQ(s.item<double>(), 3.5);
+  // An empty index leaves x unchanged (as a new tensor).
+  Tensor e = scatter_add(x, 0, Tensor::empty(Shape{0, 3}, DType::kInt64), Tensor::empty(Shape{0, 3}, DType::kFloat32));
+  test::expect_close(e, x.contiguous().to_vector<double>());
+  EXPECT_FALSE(e.same_storage(x));
+}
+
+// Repeated indices add in index order whatever the thread count (NOTE [Deterministic
+// scatter_add]): the reference is that same order of float32 additions, so results must match
+// it exactly, not just closely.
+TEST(IndexScatterAdd, RepeatedIndicesAreDeterministic) {
+  for (int axis = 0; axis < 2; ++axis) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    const int64_t X0 = axis == 0 ? 16 : 300, X1 = axis == 0 ? 300 : 16;
+    const int64_t I0 = axis == 0 ? 400 : 300, I1 = axis == 0 ? 300 : 400;
+    std::vector<double> xv = random_values(X0 * X1, DType::kFloat32, -1, 1, 41);
+    std::vector<double> sv = random_values(I0 * I1, DType::kFloat32, -1, 1, 42);
+    std::vector<int64_t> iv;
+    Tensor index = random_index(Shape{I0, I1}, axis == 0 ? X0 : X1, DType::kInt64, 43, &iv);
+    Tensor x = make_tensor(xv, Shape{X0, X1}, DType::kFloat32);
+    Tensor src = make_tensor(sv, Shape{I0, I1}, DType::kFloat32);
+    std::vector<float> ref(xv.begin(), xv.end());
+    for (int64_t i = 0; i < I0; ++i)  // row-major = index order along either axis
+      for (int64_t j = 0; j < I1; ++j) {
+        const int64_t k = iv[(size_t)(i * I1 + j)];
+        ref[(size_t)(axis == 0 ? k * X1 + j : i * X1 + k)] += (float)sv[(size_t)(i * I1 + j)];
+      }
+    for (int threads : {1, 2, 4}) {
+      ContextGuard guard;
+      set_num_threads(threads);
+      EXPECT_EQ(scatter_add(x, axis, index, src).to_vector<float>(), ref) << threads << " threads";
+    }
+  }
+}
+
+TEST(IndexScatterAdd, Errors) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  Tensor src = Tensor::from_vector<float>({1, 1, 1, 1, 1, 1}, Shape{2, 3});
+  auto idx = [](std::vector<int64_t> v, Shape s) { return Tensor::from_vector<int64_t>(v, s); };
+  expect_error([&] { scatter_add(x, 1, idx({0, 3}, Shape{1, 2}), src); }, ErrorCode::kIndex, "scatter_add", "3");
+  expect_error([&] { scatter_add(x, 0, Tensor::from_vector<int32_t>({0, -1}, Shape{1, 2}), src); },
+               ErrorCode::kIndex, "scatter_add", "-1");
+  expect_error([&] { scatter_add(x, 0, Tensor::from_vector<float>({0}, Shape{1, 1}), src); }, ErrorCode::kDType,
+               "scatter_add");
+  expect_error([&] { scatter_add(x, 0, idx({0}, Shape{1, 1}), cast(src, DType::kFloat64)); }, ErrorCode::kDType,
+               "scatter_add", "float64");
+  expect_error([&] { scatter_add(x, 0, idx({0, 1}, Shape{2}), src); }, ErrorCode::kShape, "scatter_add", "rank");
+  // index larger than src (along the axis too), and larger than x off the axis.
+  expect_error([&] { scatter_add(x, 0, idx({0, 0, 0}, Shape{3, 1}), src); }, ErrorCode::kShape, "scatter_add",
+               "[2, 3]");
+  expect_error([&] { scatter_add(x, 0, idx({0, 0, 0, 0}, Shape{1, 4}), Tensor::empty(Shape{1, 4}, DType::kFloat32)); },
+               ErrorCode::kShape, "scatter_add", "[1, 4]");
+  expect_error([&] { scatter_add(x, 2, idx({0}, Shape{1, 1}), src); }, ErrorCode::kIndex, "scatter_add");
 }
 
 }  // namespace

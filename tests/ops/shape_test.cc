@@ -1,4 +1,4 @@
-// Shape ops: reshape, permute, slice, expand (views) and concat, plus the API composites
+// Shape ops: reshape, permute, slice, expand (views), concat and slice_scatter, plus the API composites
 // (transpose, flatten, squeeze, unsqueeze, stack, split, chunk). References are plain index
 // arithmetic over the input values, written here.
 #include <gtest/gtest.h>
@@ -398,6 +398,102 @@ TEST(ShapeComposites, StackSplitChunk) {
   EXPECT_EQ(ch[2].to_vector<int32_t>(), (std::vector<int32_t>{4, 5, 10, 11}));
   expect_error([&] { chunk(x, 4, 1); }, ErrorCode::kShape, "chunk");
   expect_error([&] { chunk(x, 0, 1); }, ErrorCode::kValue, "chunk");
+}
+
+// ---- slice_scatter --------------------------------------------------------------------------
+// Reference: element c of the output comes from src when c's coordinate along the axis is
+// start + k * step for some k < length (the slice, resolved by hand in each case), else from x.
+std::vector<double> slice_scatter_ref(const std::vector<double>& xv, const std::vector<double>& sv,
+                                      const std::vector<int64_t>& shape, int axis, int64_t start, int64_t length,
+                                      int64_t step) {
+  std::vector<int64_t> ss = shape;
+  ss[(size_t)axis] = length;
+  const std::vector<int64_t> xst = test::strides_of(shape), sst = test::strides_of(ss);
+  std::vector<double> out = xv;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    int64_t c = ((int64_t)i / xst[(size_t)axis]) % shape[(size_t)axis];
+    if (c < start || (c - start) % step != 0 || (c - start) / step >= length) continue;
+    int64_t rem = (int64_t)i, at = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t cd = rem / xst[d];
+      rem %= xst[d];
+      at += (d == (size_t)axis ? (c - start) / step : cd) * sst[d];
+    }
+    out[i] = sv[(size_t)at];
+  }
+  return out;
+}
+
+TEST(ShapeSliceScatter, EveryDTypeAndAxis) {
+  const std::vector<int64_t> shape = {3, 5, 4};
+  struct Case {
+    int axis;
+    int64_t start, end, step;
+    int64_t r_start, r_length;  // Python's resolution of start:end:step for that extent
+  };
+  const Case cases[] = {{0, -2, 100, 1, 1, 2}, {1, 1, 5, 2, 1, 2}, {2, 0, 4, 3, 0, 2}, {-2, -100, -1, 3, 0, 2},
+                        {1, 4, 2, 1, 4, 0}};
+  for (DType t : kAllDTypes) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " axis " + std::to_string(c.axis) + " " + std::to_string(c.start) +
+                   ":" + std::to_string(c.end) + ":" + std::to_string(c.step));
+      const int axis = c.axis < 0 ? c.axis + 3 : c.axis;
+      std::vector<int64_t> ss = shape;
+      ss[(size_t)axis] = c.r_length;
+      std::vector<double> xv, sv;
+      Tensor x = random_tensor(Shape(shape), t, 51, &xv);
+      Tensor src = random_tensor(Shape(ss), t, 52, &sv);
+      Tensor y = slice_scatter(x, src, c.axis, c.start, c.end, c.step);
+      EXPECT_EQ(y.shape(), Shape(shape));
+      EXPECT_EQ(y.dtype(), t);
+      EXPECT_FALSE(y.same_storage(x));
+      test::expect_close(y, slice_scatter_ref(xv, sv, shape, axis, c.r_start, c.r_length, c.step));
+      test::expect_close(x, xv, "x is not modified");
+      // slice() of the result views exactly src.
+      test::expect_close(slice(y, c.axis, c.start, c.end, c.step), sv, "slice of the result");
+    }
+  }
+}
+
+TEST(ShapeSliceScatter, StridedInputsLargeAndHugeStep) {
+  // x a transposed view, src an expanded (stride 0) view.
+  std::vector<double> bv;
+  Tensor base = random_tensor(Shape{4, 3}, DType::kFloat64, 53, &bv);
+  Tensor x = transpose(base, 0, 1);  // [3, 4]: x[i][j] = bv[j * 3 + i]
+  std::vector<double> xv = view_values(bv, 0, {3, 4}, {1, 3});
+  Tensor src = expand(Tensor::from_vector<double>({-1, -2, -3}, Shape{3, 1}), {3, 2});
+  Tensor y = slice_scatter(x, src, 1, 1, 4, 2);  // columns 1 and 3
+  test::expect_close(y, slice_scatter_ref(xv, {-1, -1, -2, -2, -3, -3}, {3, 4}, 1, 1, 2, 2));
+  // Large enough for the parallel copies: every third row of [3000, 40].
+  std::vector<double> lv, sv;
+  Tensor lx = random_tensor(Shape{3000, 40}, DType::kFloat32, 54, &lv);
+  Tensor ls = random_tensor(Shape{1000, 40}, DType::kFloat32, 55, &sv);
+  test::expect_close(slice_scatter(lx, ls, 0, 2, 3000, 3), slice_scatter_ref(lv, sv, {3000, 40}, 0, 2, 1000, 3));
+  // A huge step takes one element, as in slice.
+  Tensor m = Tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, Shape{2, 5});
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(slice_scatter(m, Tensor::from_vector<int64_t>({-1, -2, -3, -4, -5}, Shape{1, 5}), 0, 1, kMax, kMax)
+                .to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, -1, -2, -3, -4, -5}));
+}
+
+TEST(ShapeSliceScatter, Errors) {
+  Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, Shape{2, 3});
+  Tensor src = Tensor::from_vector<float>({7, 8}, Shape{2, 1});
+  expect_error([&] { slice_scatter(x, Tensor::from_vector<float>({7, 8}, Shape{1, 2}), 1, 0, 1); }, ErrorCode::kShape,
+               "slice_scatter");
+  try {
+    slice_scatter(x, src, 1, 0, 3, 2);  // the slice has 2 columns, src 1
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[2, 2]"), std::string::npos) << e.what();
+  }
+  expect_error([&] { slice_scatter(x, cast(src, DType::kFloat64), 1, 0, 1); }, ErrorCode::kDType, "slice_scatter");
+  expect_error([&] { slice_scatter(x, src, 1, 0, 1, 0); }, ErrorCode::kValue, "slice_scatter");
+  expect_error([&] { slice_scatter(x, src, 2, 0, 1); }, ErrorCode::kIndex, "slice_scatter");
+  expect_error([&] { slice_scatter(Tensor::scalar<float>(1), Tensor::scalar<float>(2), 0, 0, 1); }, ErrorCode::kShape,
+               "slice_scatter");
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ void register_cpu_kernels() {
   register_matmul_kernels();
   register_shape_kernels();
   register_index_kernels();
+  register_scatter_kernels();
   register_norm_kernels();
   register_creation_kernels();
   register_conv_kernels();

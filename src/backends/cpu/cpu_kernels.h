@@ -11,6 +11,7 @@ void register_reduce_kernels();
 void register_matmul_kernels();
 void register_shape_kernels();
 void register_index_kernels();
+void register_scatter_kernels();  // slice_scatter (scatter_add lives with the index kernels)
 void register_norm_kernels();
 void register_creation_kernels();
 void register_conv_kernels();

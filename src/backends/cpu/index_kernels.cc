@@ -1,8 +1,10 @@
-// CPU kernels of the index family (NOTE [Index checks] in src/ops/index.cc). The kernels move
-// whole elements, so they are written per element size and serve every dtype; indices are read
-// as int32 or int64 in place, with any strides.
+// CPU kernels of the index family (NOTE [Index checks] in src/ops/index.cc). gather,
+// index_select and embedding move whole elements, so they are written per element size and
+// serve every dtype; scatter_add adds, so it is written per dtype. Indices are read as int32 or
+// int64 in place, with any strides.
 #include <atomic>
 #include <string>
+#include <type_traits>
 
 #include "cpu_kernels.h"
 #include "shape_walk.h"
@@ -169,6 +171,61 @@ void embedding_kernel(const KernelCall& call) {
   });
 }
 
+// ---- scatter_add ----------------------------------------------------------------------------
+// NOTE [Deterministic scatter_add]
+// Several positions of index may name one output element, so a parallel loop over index
+// positions would race, and atomics would make float sums depend on the thread count. Instead
+// the work is split over the "lines" of index: the positions that share every coordinate except
+// the axis one. Two lines never touch the same output element (they differ off the axis, where
+// the output coordinate is the index position's own), and within a line the adds run serially
+// in index order. Each output element thus gets its additions in the same order whatever the
+// thread count. Half-precision values are added in float32 and rounded after each add, as in
+// PyTorch; integers are added as uint64_t, so overflow wraps (two's complement) instead of being
+// undefined.
+template <typename T>
+using ScatterAcc = std::conditional_t<std::is_same_v<T, double>, double,
+                                      std::conditional_t<std::is_integral_v<T>, uint64_t, float>>;
+
+template <typename T>
+void scatter_add_kernel(const KernelCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& index = call.inputs[1];
+  const Tensor& src = call.inputs[2];
+  const Tensor& out = call.outputs[0];
+  const int n = x.ndim();
+  const int axis = normalize_axis(call.attrs.i(0), n, call.def.name);
+  strided_copy(x.data_ptr(), x.strides(), out.data_ptr(), out.strides(), x.shape(), sizeof(T));
+  // A 0-d x is one element along the axis, as in gather.
+  const int64_t limit = n ? x.shape()[axis] : 1;
+  const int64_t len = n ? index.shape()[axis] : 1;
+  if (index.numel() == 0) return;
+  Shape lines = index.shape();
+  if (n) lines[axis] = 1;
+  const Shape &is = index.strides(), &ss = src.strides(), &os = out.strides();
+  const int64_t is_axis = n ? is[axis] : 0, ss_axis = n ? ss[axis] : 0, os_axis = n ? os[axis] : 0;
+  const int64_t is_last = n ? is[n - 1] : 0, ss_last = n ? ss[n - 1] : 0, os_last = n ? os[n - 1] : 0;
+  const T* sp = static_cast<const T*>(src.data_ptr());
+  T* op = static_cast<T*>(out.data_ptr());
+  with_index_type(index.dtype(), [&](auto i_tag) {
+    using I = decltype(i_tag);
+    check_indices<I>(call, index, limit, "index");
+    const I* ip = static_cast<const I*>(index.data_ptr());
+    const int64_t grain = std::max<int64_t>(1, kCopyGrain / len);
+    // The axis coordinate of every line is 0, so dot_coords gives the line's start in each tensor.
+    parallel_runs(lines, grain, [&](int64_t, const int64_t* c, int64_t run) {
+      const int64_t io = dot_coords(c, is), so = dot_coords(c, ss), oo = dot_coords(c, os);
+      for (int64_t l = 0; l < len; ++l) {
+        for (int64_t k = 0; k < run; ++k) {
+          const int64_t at = (int64_t)ip[io + l * is_axis + k * is_last];
+          T& o = op[oo + at * os_axis + k * os_last];
+          o = static_cast<T>(static_cast<ScatterAcc<T>>(o) +
+                             static_cast<ScatterAcc<T>>(sp[so + l * ss_axis + k * ss_last]));
+        }
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_index_kernels() {
@@ -177,6 +234,16 @@ void register_index_kernels() {
     register_kernel(OpId::k_index_select, kCpuBackend, t, &index_select_kernel);
     register_kernel(OpId::k_embedding, kCpuBackend, t, &embedding_kernel);
   }
+  // bool adds as PyTorch's does: a logical or (the uint64_t sum converts back to true if nonzero).
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kBool, &scatter_add_kernel<bool>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kInt8, &scatter_add_kernel<int8_t>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kUInt8, &scatter_add_kernel<uint8_t>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kInt32, &scatter_add_kernel<int32_t>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kInt64, &scatter_add_kernel<int64_t>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kFloat16, &scatter_add_kernel<Half>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kBFloat16, &scatter_add_kernel<BFloat16>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kFloat32, &scatter_add_kernel<float>);
+  register_kernel(OpId::k_scatter_add, kCpuBackend, DType::kFloat64, &scatter_add_kernel<double>);
 }
 
 }  // namespace spore::cpu
