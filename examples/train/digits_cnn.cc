@@ -8,22 +8,25 @@
 
 #include <chrono>
 #include <cstdio>
+#include <iostream>
+#include <map>
 
 #include "common/digits_cnn.h"
 #include "spore/error.h"
+#include "spore/train.h"
 
 int main(int argc, char** argv) {
   using namespace spore;
   CLI::App app{"Train a small CNN on the 8x8 digits of scikit-learn's Debian package"};
   examples::DigitsTrainOptions o;
-  std::string path = examples::kDigitsPath, curve;
+  std::string path = examples::kDigitsPath, curve_prefix;
   double min_accuracy = 0.95;
   app.add_option("--epochs", o.epochs, "passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch", o.batch, "batch size")->check(CLI::PositiveNumber);
   app.add_option("--lr", o.lr, "Adam learning rate")->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "seed of the weights, the split and the shuffles");
   app.add_option("--data", path, "digits.csv.gz");
-  app.add_option("--curve", curve, "write the loss curve to PREFIX.csv and PREFIX.svg");
+  app.add_option("--curve", curve_prefix, "write the loss curve to PREFIX.csv and PREFIX.svg");
   app.add_option("--min-accuracy", min_accuracy, "exit status 1 below this test accuracy");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -33,14 +36,28 @@ int main(int argc, char** argv) {
     auto net = examples::make_digits_cnn(o.seed);
     const auto t0 = std::chrono::steady_clock::now();
     double last_loss = 0;
-    int last_epoch = -1;
+    const int64_t per_epoch = (split.train_labels.numel() + o.batch - 1) / o.batch;
+    // A progress line on a terminal, plain log lines otherwise (NOTE [Progress output]).
+    train::ProgressReporter progress(per_epoch * o.epochs, std::cout);
+    train::LossCurve curve;
     examples::train_digits_cnn(*net, split, o, [&](int64_t step, int64_t total, int epoch, double loss) {
       last_loss = loss;
-      if (epoch != last_epoch || step + 1 == total) {
-        std::printf("epoch %d step %lld/%lld loss %.5f\n", epoch, (long long)step + 1, (long long)total, loss);
-        last_epoch = epoch;
-      }
+      progress.update(step + 1, loss);
+      std::map<std::string, double> extra;
+      if ((step + 1) % per_epoch == 0 || step + 1 == total)  // test accuracy once per epoch
+        extra["test_accuracy"] = examples::digits_accuracy(*net, split.test_images, split.test_labels);
+      (void)epoch;
+      curve.record(step + 1, loss, extra);
     });
+    progress.finish();
+    if (!curve_prefix.empty()) {
+      curve.write_csv(curve_prefix + ".csv");
+      train::SvgOptions svg;
+      svg.log_y = true;
+      svg.series = {"test_accuracy"};
+      curve.write_svg(curve_prefix + ".svg", "digits CNN: training loss per step", svg);
+      std::printf("loss curve: %s.csv, %s.svg\n", curve_prefix.c_str(), curve_prefix.c_str());
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double acc = examples::digits_accuracy(*net, split.test_images, split.test_labels);
     const double train_acc = examples::digits_accuracy(*net, split.train_images, split.train_labels);

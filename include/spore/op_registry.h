@@ -99,6 +99,11 @@ struct BackwardArgs {
   std::span<const Tensor> outputs;
   std::span<const Tensor> grad_outputs;
   const Attrs& attrs;
+  // Bit i: the caller wants input i's gradient (the tape sets only the inputs it tracks). A rule
+  // may skip the work for the others and return an undefined tensor there; inputs past 63 are
+  // always wanted.
+  uint64_t wanted = ~uint64_t{0};
+  bool needs(int i) const { return i >= 64 || ((wanted >> i) & 1u) != 0; }
 };
 using BackwardFn = std::vector<Tensor> (*)(const BackwardArgs& args);
 

@@ -1,8 +1,7 @@
 // The tape and the backward walk (NOTE [Autodiff] in include/spore/autograd.h).
 #include <algorithm>
-#include <unordered_map>
-#include <unordered_set>
 
+#include "autograd/ptr_map.h"
 #include "spore/autograd.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
@@ -11,11 +10,15 @@ namespace spore {
 
 namespace {
 
+using autograd_detail::PtrMap;
+
+// One recorded op. Its tensors live in the tape's flat list (no allocation per record):
+// inputs at [first, first + num_inputs), outputs right after.
 struct Record {
   const OpDef* def;
-  std::vector<Tensor> inputs;
   Attrs attrs;
-  std::vector<Tensor> outputs;
+  size_t first;
+  uint32_t num_inputs, num_outputs;
 };
 
 // Records ops that depend on the sources; forwards every op to the enclosing observer so that
@@ -23,7 +26,9 @@ struct Record {
 class Tape final : public DispatchObserver {
  public:
   explicit Tape(const std::vector<Tensor>& sources) {
-    for (const Tensor& s : sources) tracked_.insert(s.impl());
+    records_.reserve(64);
+    tensors_.reserve(192);
+    for (const Tensor& s : sources) tracked_.get(s.impl()) = 1;
     outer_ = set_dispatch_observer(this);
   }
   ~Tape() override { detach(); }
@@ -36,72 +41,84 @@ class Tape final : public DispatchObserver {
              std::span<const Tensor> outputs) override {
     if (outer_) outer_->on_op(def, inputs, attrs, outputs);
     bool depends = std::any_of(inputs.begin(), inputs.end(),
-                               [&](const Tensor& t) { return tracked_.count(t.impl()); });
+                               [&](const Tensor& t) { return tracked_.contains(t.impl()); });
     if (!depends) return;
     bool any_float = false;
     for (const Tensor& o : outputs) {
       if (is_floating(o.dtype())) {
-        tracked_.insert(o.impl());
+        tracked_.get(o.impl()) = 1;
         any_float = true;
       }
     }
-    if (any_float)
-      records_.push_back({&def, {inputs.begin(), inputs.end()}, attrs, {outputs.begin(), outputs.end()}});
+    if (!any_float) return;
+    records_.push_back({&def, attrs, tensors_.size(), (uint32_t)inputs.size(), (uint32_t)outputs.size()});
+    tensors_.insert(tensors_.end(), inputs.begin(), inputs.end());
+    tensors_.insert(tensors_.end(), outputs.begin(), outputs.end());
   }
 
-  bool tracked(const Tensor& t) const { return tracked_.count(t.impl()) != 0; }
+  bool tracked(const Tensor& t) const { return tracked_.contains(t.impl()); }
   const std::vector<Record>& records() const { return records_; }
+  std::span<const Tensor> inputs(const Record& r) const { return {tensors_.data() + r.first, r.num_inputs}; }
+  std::span<const Tensor> outputs(const Record& r) const {
+    return {tensors_.data() + r.first + r.num_inputs, r.num_outputs};
+  }
   DispatchObserver* outer() const { return outer_; }
 
  private:
-  std::unordered_set<const TensorImpl*> tracked_;
+  PtrMap<char> tracked_;  // a set: the value is unused
   std::vector<Record> records_;
+  std::vector<Tensor> tensors_;
   DispatchObserver* outer_ = nullptr;
   bool attached_ = true;
 };
 
-void accumulate(std::unordered_map<const TensorImpl*, Tensor>& grads, const Tensor& x, Tensor g) {
+void accumulate(PtrMap<Tensor>& grads, const Tensor& x, Tensor g) {
   if (g.shape() != x.shape()) g = sum_to(g, x.shape());
   if (g.dtype() != x.dtype()) g = cast(g, x.dtype());
-  auto [it, inserted] = grads.try_emplace(x.impl(), g);
-  if (!inserted) it->second = add(it->second, g);
+  bool inserted = false;
+  Tensor& slot = grads.get(x.impl(), &inserted);
+  slot = inserted ? std::move(g) : add(slot, g);
 }
 
 // Gradients of `output` (seeded with `seed`) for every tensor the tape tracked.
-std::unordered_map<const TensorImpl*, Tensor> backward(const Tape& tape, const Tensor& output,
-                                                        const Tensor& seed) {
-  std::unordered_map<const TensorImpl*, Tensor> grads;
-  grads.emplace(output.impl(), seed);
+PtrMap<Tensor> backward(const Tape& tape, const Tensor& output, const Tensor& seed) {
+  PtrMap<Tensor> grads(2 * tape.records().size() + 8);
+  grads.get(output.impl()) = seed;
   const auto& recs = tape.records();
+  std::vector<Tensor> gouts;
   for (auto it = recs.rbegin(); it != recs.rend(); ++it) {
     const Record& r = *it;
-    std::vector<Tensor> gouts(r.outputs.size());
+    const std::span<const Tensor> ins = tape.inputs(r), outs = tape.outputs(r);
+    gouts.assign(outs.size(), Tensor());
     bool any = false;
-    for (size_t o = 0; o < r.outputs.size(); ++o) {
-      auto g = grads.find(r.outputs[o].impl());
-      if (g != grads.end()) {
-        gouts[o] = g->second;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      if (const Tensor* g = grads.find(outs[o].impl())) {
+        gouts[o] = *g;
         any = true;
       }
     }
     if (!any) continue;
-    for (size_t o = 0; o < r.outputs.size(); ++o)
-      if (!gouts[o].defined()) gouts[o] = zeros_like(r.outputs[o]);
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (!gouts[o].defined()) gouts[o] = zeros_like(outs[o]);
     if (!r.def->backward)
       throw Error(ErrorCode::kUnsupported,
                   std::string("value_and_grad: op '") + r.def->name +
                       "' lies on the path from the differentiated tensors to the output but has no "
                       "backward rule");
-    std::vector<Tensor> gins = r.def->backward(BackwardArgs{r.inputs, r.outputs, gouts, r.attrs});
-    for (size_t i = 0; i < r.inputs.size() && i < gins.size(); ++i)
-      if (gins[i].defined() && tape.tracked(r.inputs[i])) accumulate(grads, r.inputs[i], gins[i]);
+    BackwardArgs args{ins, outs, gouts, r.attrs};
+    args.wanted = 0;
+    for (size_t i = 0; i < ins.size(); ++i)
+      if (i >= 64 || tape.tracked(ins[i])) args.wanted |= i < 64 ? uint64_t{1} << i : 0;
+    std::vector<Tensor> gins = r.def->backward(args);
+    for (size_t i = 0; i < ins.size() && i < gins.size(); ++i)
+      if (gins[i].defined() && tape.tracked(ins[i])) accumulate(grads, ins[i], std::move(gins[i]));
   }
   return grads;
 }
 
-Tensor grad_or_zeros(const std::unordered_map<const TensorImpl*, Tensor>& grads, const Tensor& x) {
-  auto it = grads.find(x.impl());
-  return it != grads.end() ? it->second : zeros_like(x);
+Tensor grad_or_zeros(const PtrMap<Tensor>& grads, const Tensor& x) {
+  const Tensor* g = grads.find(x.impl());
+  return g ? *g : zeros_like(x);
 }
 
 }  // namespace
@@ -138,7 +155,7 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
     if (!weights.empty()) {
       bool any_used = std::any_of(weight_values.begin(), weight_values.end(), [&](const Tensor& w) {
         for (const auto& r : tape.records())
-          for (const Tensor& in : r.inputs)
+          for (const Tensor& in : tape.inputs(r))
             if (in.impl() == w.impl()) return true;
         return false;
       });
@@ -166,8 +183,7 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
                                            "; gradients need a scalar output or an explicit sens");
       seed = ones_like(result.value);
     }
-    auto grads = tape.tracked(result.value) ? backward(tape, result.value, seed)
-                                            : std::unordered_map<const TensorImpl*, Tensor>{};
+    PtrMap<Tensor> grads = tape.tracked(result.value) ? backward(tape, result.value, seed) : PtrMap<Tensor>();
     for (int p : pos.positions) result.input_grads.push_back(grad_or_zeros(grads, inputs[p]));
     for (const Tensor& w : weight_values) result.weight_grads.push_back(grad_or_zeros(grads, w));
     return result;

@@ -195,8 +195,8 @@ Conv2dOptions conv_options(const Attrs& a, int first) {
 std::vector<Tensor> conv2d_backward(const BackwardArgs& b) {
   const Tensor &x = b.inputs[0], &w = b.inputs[1], &gy = b.grad_outputs[0];
   const Conv2dOptions o = conv_options(b.attrs, 0);
-  return {conv2d_grad_input(gy, w, x.shape().to_vector(), o),
-          conv2d_grad_weight(gy, x, w.shape().to_vector(), o)};
+  return {b.needs(0) ? conv2d_grad_input(gy, w, x.shape().to_vector(), o) : Tensor(),
+          b.needs(1) ? conv2d_grad_weight(gy, x, w.shape().to_vector(), o) : Tensor()};
 }
 
 // ---- pooling --------------------------------------------------------------------------------

@@ -124,10 +124,10 @@ using Grads = std::vector<Tensor>;
 
 bool differentiable(const Tensor& t) { return is_floating(t.dtype()); }
 
-// `make()` for a floating input, "no gradient" otherwise.
+// `make()` for a floating input whose gradient is wanted, "no gradient" otherwise.
 template <typename F>
-Tensor grad_if(const Tensor& input, F&& make) {
-  return differentiable(input) ? make() : Tensor();
+Tensor grad_if(const BackwardArgs& b, int i, F&& make) {
+  return b.needs(i) && differentiable(b.inputs[i]) ? make() : Tensor();
 }
 
 Tensor zero_of(const Tensor& like) { return scalar_like(like, 0.0); }
@@ -143,34 +143,34 @@ Tensor times_derivative(const Tensor& g, const Tensor& d) {
 
 Grads add_backward(const BackwardArgs& b) {
   const Tensor& g = b.grad_outputs[0];
-  return {grad_if(b.inputs[0], [&] { return g; }), grad_if(b.inputs[1], [&] { return g; })};
+  return {grad_if(b, 0, [&] { return g; }), grad_if(b, 1, [&] { return g; })};
 }
 
 Grads sub_backward(const BackwardArgs& b) {
   const Tensor& g = b.grad_outputs[0];
-  return {grad_if(b.inputs[0], [&] { return g; }), grad_if(b.inputs[1], [&] { return neg(g); })};
+  return {grad_if(b, 0, [&] { return g; }), grad_if(b, 1, [&] { return neg(g); })};
 }
 
 Grads mul_backward(const BackwardArgs& b) {
   const Tensor &x = b.inputs[0], &y = b.inputs[1], &g = b.grad_outputs[0];
-  return {grad_if(x, [&] { return mul(g, y); }), grad_if(y, [&] { return mul(g, x); })};
+  return {grad_if(b, 0, [&] { return mul(g, y); }), grad_if(b, 1, [&] { return mul(g, x); })};
 }
 
 Grads div_backward(const BackwardArgs& b) {
   const Tensor &x = b.inputs[0], &y = b.inputs[1], &out = b.outputs[0], &g = b.grad_outputs[0];
-  if (!differentiable(x) && !differentiable(y)) return {};
+  if (!(b.needs(0) && differentiable(x)) && !(b.needs(1) && differentiable(y))) return {};
   Tensor gx = div(g, y);  // d(x/y)/dy = -(x/y)/y = -out/y, so gy = -gx*out
-  return {grad_if(x, [&] { return gx; }), grad_if(y, [&] { return neg(mul(gx, out)); })};
+  return {grad_if(b, 0, [&] { return gx; }), grad_if(b, 1, [&] { return neg(mul(gx, out)); })};
 }
 
 Grads pow_backward(const BackwardArgs& b) {
   const Tensor &x = b.inputs[0], &e = b.inputs[1], &out = b.outputs[0], &g = b.grad_outputs[0];
-  return {grad_if(x,
+  return {grad_if(b, 0,
                   [&] {
                     Tensor d = mul(g, mul(e, pow(x, sub(e, 1.0))));
                     return where(eq(e, zero_of(e)), zero_of(d), d);
                   }),
-          grad_if(e, [&] {
+          grad_if(b, 1, [&] {
             Tensor d = mul(g, mul(out, log(x)));
             Tensor flat = logical_and(eq(x, zero_of(x)), ge(e, zero_of(e)));
             return where(flat, zero_of(d), d);
@@ -182,8 +182,8 @@ Grads extremum_backward(const BackwardArgs& b, bool is_max) {
   const Tensor &x = b.inputs[0], &y = b.inputs[1], &g = b.grad_outputs[0];
   const Tensor shared = where(eq(x, y), mul(g, 0.5), g);
   const Tensor zero = zero_of(g);
-  return {grad_if(x, [&] { return where(is_max ? lt(x, y) : gt(x, y), zero, shared); }),
-          grad_if(y, [&] { return where(is_max ? gt(x, y) : lt(x, y), zero, shared); })};
+  return {grad_if(b, 0, [&] { return where(is_max ? lt(x, y) : gt(x, y), zero, shared); }),
+          grad_if(b, 1, [&] { return where(is_max ? gt(x, y) : lt(x, y), zero, shared); })};
 }
 Grads maximum_backward(const BackwardArgs& b) { return extremum_backward(b, true); }
 Grads minimum_backward(const BackwardArgs& b) { return extremum_backward(b, false); }
@@ -192,7 +192,7 @@ Grads minimum_backward(const BackwardArgs& b) { return extremum_backward(b, fals
 template <Tensor (*Rule)(const Tensor& x, const Tensor& y, const Tensor& g)>
 Grads unary_backward(const BackwardArgs& b) {
   const Tensor& x = b.inputs[0];
-  return {grad_if(x, [&] { return Rule(x, b.outputs[0], b.grad_outputs[0]); })};
+  return {grad_if(b, 0, [&] { return Rule(x, b.outputs[0], b.grad_outputs[0]); })};
 }
 
 Tensor neg_rule(const Tensor&, const Tensor&, const Tensor& g) { return neg(g); }
@@ -254,17 +254,17 @@ Tensor silu_rule(const Tensor& x, const Tensor&, const Tensor& g) {
 Grads where_backward(const BackwardArgs& b) {
   const Tensor &c = b.inputs[0], &g = b.grad_outputs[0];
   const Tensor zero = zero_of(g);
-  return {Tensor(), grad_if(b.inputs[1], [&] { return where(c, g, zero); }),
-          grad_if(b.inputs[2], [&] { return where(c, zero, g); })};
+  return {Tensor(), grad_if(b, 1, [&] { return where(c, g, zero); }),
+          grad_if(b, 2, [&] { return where(c, zero, g); })};
 }
 
 Grads cast_backward(const BackwardArgs& b) {
   const Tensor& x = b.inputs[0];
-  return {grad_if(x, [&] { return cast(b.grad_outputs[0], x.dtype()); })};
+  return {grad_if(b, 0, [&] { return cast(b.grad_outputs[0], x.dtype()); })};
 }
 
 Grads copy_backward(const BackwardArgs& b) {
-  return {grad_if(b.inputs[0], [&] { return b.grad_outputs[0]; })};
+  return {grad_if(b, 0, [&] { return b.grad_outputs[0]; })};
 }
 
 void set_backward_rules(OpTable& table) {

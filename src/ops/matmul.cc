@@ -83,11 +83,11 @@ std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
     return reshape(t, s);
   };
   Tensor ga, gb;
-  if (is_floating(a.dtype())) {
+  if (args.needs(0) && is_floating(a.dtype())) {
     ga = matmul(g2, transpose(b2, -1, -2));
     if (a_vec) ga = drop_axis(ga, -2);
   }
-  if (is_floating(b.dtype())) {
+  if (args.needs(1) && is_floating(b.dtype())) {
     gb = matmul(transpose(a2, -1, -2), g2);
     if (b_vec) gb = drop_axis(gb, -1);
   }

@@ -365,8 +365,9 @@ TEST(LossCurve, SinglePointAndFlatCurves) {
   EXPECT_NE(svg.find("<circle"), std::string::npos);
   LossCurve flat;
   for (int s = 0; s < 5; ++s) flat.record(s, 2.0);
-  for (const auto& [x, y] : parse_svg(flat.to_svg("flat")).lines["loss"])
-    EXPECT_TRUE(std::isfinite(y));
+  const auto parsed = parse_svg(flat.to_svg("flat"));  // named: the loop below reads into it
+  ASSERT_EQ(parsed.lines.count("loss"), 1u);
+  for (const auto& [x, y] : parsed.lines.at("loss")) EXPECT_TRUE(std::isfinite(y));
 }
 
 }  // namespace
