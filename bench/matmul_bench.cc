@@ -69,9 +69,9 @@ void BM_SmallPath(benchmark::State& state) {
   spore::set_num_threads(1);
   Tensor a = square<float>(n, 1), b = square<float>(n, 2), c = Tensor::empty(Shape{n, n}, DType::kFloat32);
   const spore::cpu::MatmulGeometry g = spore::cpu::matmul_geometry(a, b, c);
-  if (dnnl) spore::cpu::matmul_dnnl_f32(g);  // warm-up
+  if (dnnl) spore::cpu::matmul_dnnl(g);  // warm-up
   for (auto _ : state) {
-    if (dnnl) spore::cpu::matmul_dnnl_f32(g);
+    if (dnnl) spore::cpu::matmul_dnnl(g);
     else spore::cpu::matmul_direct(g);
     benchmark::DoNotOptimize(c.data_ptr());
   }

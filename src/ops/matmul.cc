@@ -88,7 +88,11 @@ std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
     if (a_vec) ga = drop_axis(ga, -2);
   }
   if (args.needs(1) && is_floating(b.dtype())) {
-    gb = matmul(transpose(a2, -1, -2), g2);
+    // A column-major b (Dense's x @ W^T, a transposed view of a row-major weight) gets its
+    // gradient in the same layout, (g^T a)^T: the transpose's rule then hands the weight a
+    // contiguous gradient instead of a strided one that the optimizer would have to copy.
+    const bool b_col_major = b2.ndim() == 2 && b2.strides()[0] == 1 && b2.shape()[1] > 1;
+    gb = b_col_major ? transpose(matmul(transpose(g2, -1, -2), a2), -1, -2) : matmul(transpose(a2, -1, -2), g2);
     if (b_vec) gb = drop_axis(gb, -1);
   }
   return {ga, gb};

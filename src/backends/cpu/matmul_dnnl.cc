@@ -14,6 +14,9 @@
 // * Determinism: for a given thread count the result is reproducible run to run; between
 //   thread counts oneDNN may split the reduction differently (float reassociation, last-bit
 //   differences). The direct kernels (matmul_direct.cc) are thread-count independent.
+// * bfloat16 runs natively (bf16 inputs, float32 accumulation, one rounding to bf16) only where
+//   the CPU has AVX512_BF16; elsewhere oneDNN would emulate it more slowly than the float32 path
+//   the caller then takes (convert, multiply in float32, round once: the same result).
 // * scratchpad_mode::user: each call passes its own scratch memory, so one cached primitive can
 //   run on several threads at once.
 #include <dlfcn.h>
@@ -26,8 +29,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "spore/context.h"
+#include "core/cpu_features.h"
 #include "matmul_geometry.h"
+#include "spore/context.h"
 
 namespace spore::cpu {
 
@@ -56,11 +60,11 @@ struct Mat {
   int64_t bs = 0;     // batch stride
 };
 
-memory::desc desc_of(const Mat& x) {
-  if (x.batch == 0) return memory::desc(Dims{x.rows, x.cols}, memory::data_type::f32, Dims{x.rs, x.cs});
+memory::desc desc_of(const Mat& x, memory::data_type dt) {
+  if (x.batch == 0) return memory::desc(Dims{x.rows, x.cols}, dt, Dims{x.rs, x.cs});
   // A broadcast batch axis has extent 1; its stride only has to be a valid one.
   int64_t bs = x.batch == 1 ? x.rows * x.cols : x.bs;
-  return memory::desc(Dims{x.batch, x.rows, x.cols}, memory::data_type::f32, Dims{bs, x.rs, x.cs});
+  return memory::desc(Dims{x.batch, x.rows, x.cols}, dt, Dims{bs, x.rs, x.cs});
 }
 
 struct Entry {
@@ -70,17 +74,18 @@ struct Entry {
 
 using Key = std::array<int64_t, 16>;
 
-Key key_of(const Mat& a, const Mat& b, const Mat& c, int threads) {
+Key key_of(const Mat& a, const Mat& b, const Mat& c, int threads, memory::data_type dt) {
   return {a.rows, a.cols, a.rs, a.cs, a.batch, a.bs, b.cols, b.rs, b.cs, b.batch, b.bs,
-          c.rs,   c.batch, c.bs, threads, 0};
+          c.rs,   c.batch, c.bs, threads, (int64_t)dt};
 }
 
 // The cached primitive for this problem, or nullptr when oneDNN refuses it. Shared ownership:
 // another thread may clear the cache while this one still runs the primitive.
-std::shared_ptr<const Entry> primitive(const Mat& a, const Mat& b, const Mat& c, int threads) {
+std::shared_ptr<const Entry> primitive(const Mat& a, const Mat& b, const Mat& c, int threads,
+                                       memory::data_type dt) {
   static std::mutex mu;
   static std::map<Key, std::shared_ptr<const Entry>> cache;  // refusals are cached as nullptr
-  const Key key = key_of(a, b, c, threads);
+  const Key key = key_of(a, b, c, threads, dt);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -88,9 +93,9 @@ std::shared_ptr<const Entry> primitive(const Mat& a, const Mat& b, const Mat& c,
   std::shared_ptr<Entry> e;
   try {
     e = std::make_shared<Entry>();
-    e->a = desc_of(a);
-    e->b = desc_of(b);
-    e->c = desc_of(c);
+    e->a = desc_of(a, dt);
+    e->b = desc_of(b, dt);
+    e->c = desc_of(c, dt);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a, e->b, e->c), attr, engine());
@@ -102,12 +107,12 @@ std::shared_ptr<const Entry> primitive(const Mat& a, const Mat& b, const Mat& c,
   return cache[key] = std::move(e);
 }
 
-void execute(const Entry& e, const float* a, const float* b, float* c) {
+void execute(const Entry& e, const void* a, const void* b, void* c) {
   thread_local dnnl::stream stream(engine());
   thread_local std::vector<unsigned char> scratch_buf;
   std::unordered_map<int, memory> args;
-  args.emplace(DNNL_ARG_SRC, memory(e.a, engine(), const_cast<float*>(a)));
-  args.emplace(DNNL_ARG_WEIGHTS, memory(e.b, engine(), const_cast<float*>(b)));
+  args.emplace(DNNL_ARG_SRC, memory(e.a, engine(), const_cast<void*>(a)));
+  args.emplace(DNNL_ARG_WEIGHTS, memory(e.b, engine(), const_cast<void*>(b)));
   args.emplace(DNNL_ARG_DST, memory(e.c, engine(), c));
   const size_t sbytes = e.scratch.get_size();
   if (sbytes) {
@@ -120,14 +125,23 @@ void execute(const Entry& e, const float* a, const float* b, float* c) {
 
 }  // namespace
 
-bool matmul_dnnl_f32(const MatmulGeometry& g) {
+bool matmul_dnnl(const MatmulGeometry& g) {
   const int64_t m = g.m, n = g.n, k = g.k;
   if (!matmul_plain(m, k, g.a.rs, g.a.cs) || !matmul_plain(k, n, g.b.rs, g.b.cs)) return false;
+  memory::data_type dt = memory::data_type::f32;
+  if (g.dtype == DType::kBFloat16) {
+    if (!cpu_features().avx512bf16) return false;  // NOTE [oneDNN matmul]: native bf16 only
+    dt = memory::data_type::bf16;
+  } else if (g.dtype != DType::kFloat32) {
+    return false;
+  }
   const int threads = spore::num_threads();
   set_omp_threads(threads);
-  const float* A = static_cast<const float*>(g.a.data);
-  const float* B = static_cast<const float*>(g.b.data);
-  float* C = static_cast<float*>(g.out);
+  const size_t item = dtype_size(g.dtype);
+  // Element offsets below are scaled by the element size through these byte pointers.
+  const char* A = static_cast<const char*>(g.a.data);
+  const char* B = static_cast<const char*>(g.b.data);
+  char* C = static_cast<char*>(g.out);
   const int nb = (int)g.batch.size();
 
   // b shared by every batch item and a's items stacked evenly: one tall 2-D product
@@ -139,7 +153,7 @@ bool matmul_dnnl_f32(const MatmulGeometry& g) {
       Mat a{g.batch[0] * m, k, m == 1 ? bsa : g.a.rs, 1};
       Mat b{k, n, g.b.rs, g.b.cs};
       Mat c{g.batch[0] * m, n, n, 1};
-      if (const auto e = primitive(a, b, c, threads)) {
+      if (const auto e = primitive(a, b, c, threads, dt)) {
         execute(*e, A, B, C);
         return true;
       }
@@ -148,7 +162,7 @@ bool matmul_dnnl_f32(const MatmulGeometry& g) {
 
   const Mat a2{m, k, g.a.rs, g.a.cs}, b2{k, n, g.b.rs, g.b.cs}, c2{m, n, n, 1};
   if (nb == 0) {
-    const auto e = primitive(a2, b2, c2, threads);
+    const auto e = primitive(a2, b2, c2, threads, dt);
     if (!e) return false;
     execute(*e, A, B, C);
     return true;
@@ -165,20 +179,20 @@ bool matmul_dnnl_f32(const MatmulGeometry& g) {
   b3.bs = sb;
   c3.batch = inner;
   c3.bs = m * n;
-  const auto e3 = primitive(a3, b3, c3, threads);
-  const auto e2 = e3 ? nullptr : primitive(a2, b2, c2, threads);
+  const auto e3 = primitive(a3, b3, c3, threads, dt);
+  const auto e2 = e3 ? nullptr : primitive(a2, b2, c2, threads, dt);
   if (!e3 && !e2) return false;
   const int64_t outer = g.batch_count() / inner;
   for (int64_t o = 0; o < outer; ++o) {
     int64_t off_a, off_b;
     g.batch_offsets(o * inner, off_a, off_b);
-    float* c = C + o * inner * m * n;
+    char* c = C + o * inner * m * n * item;
     if (e3) {
-      execute(*e3, A + off_a, B + off_b, c);
+      execute(*e3, A + off_a * item, B + off_b * item, c);
       continue;
     }
     for (int64_t i = 0; i < inner; ++i)
-      execute(*e2, A + off_a + i * sa, B + off_b + i * sb, c + i * m * n);
+      execute(*e2, A + (off_a + i * sa) * item, B + (off_b + i * sb) * item, c + i * m * n * item);
   }
   return true;
 }

@@ -60,9 +60,10 @@ Tensor matmul_contiguous(const Tensor& t, DType to);
 // (k ascending), so results never depend on the thread count.
 void matmul_direct(const MatmulGeometry& g);
 
-// The oneDNN float32 path (matmul_dnnl.cc). Returns false, having written nothing, when oneDNN
-// cannot take this layout; the caller then packs the operands or takes the direct path.
-bool matmul_dnnl_f32(const MatmulGeometry& g);
+// The oneDNN path (matmul_dnnl.cc): float32, and bfloat16 on CPUs with AVX512_BF16. Returns
+// false, having written nothing, when oneDNN cannot take this layout or dtype; the caller then
+// packs the operands, converts them, or takes the direct path.
+bool matmul_dnnl(const MatmulGeometry& g);
 
 // Problems at or below this many multiply-adds (m * n * k per batch item, times the batch)
 // skip oneDNN: its per-call cost (~4 us) dominates there. Measured with BM_SmallPath

@@ -81,19 +81,19 @@ void matmul_kernel(const KernelCall& call) {
     matmul_direct(g);
     return;
   }
+  if (matmul_dnnl(g)) return;  // float32; bfloat16 where the CPU multiplies it natively
   if (dt == DType::kFloat32) {
-    if (matmul_dnnl_f32(g)) return;
     const Tensor ac = plain_a(g) ? a : matmul_contiguous(a, DType::kFloat32);
     const Tensor bc = plain_b(g) ? b : matmul_contiguous(b, DType::kFloat32);
     g = matmul_geometry(ac, bc, out);
-    if (!matmul_dnnl_f32(g)) matmul_direct(g);
+    if (!matmul_dnnl(g)) matmul_direct(g);
     return;
   }
   const Tensor a32 = matmul_contiguous(a, DType::kFloat32);
   const Tensor b32 = matmul_contiguous(b, DType::kFloat32);
   const Tensor o32 = Tensor::empty(out.shape(), DType::kFloat32, out.device());
   g = matmul_geometry(a32, b32, o32);
-  if (!matmul_dnnl_f32(g)) matmul_direct(g);
+  if (!matmul_dnnl(g)) matmul_direct(g);
   if (dt == DType::kFloat16) round_from_f32<Half>(o32, out);
   else round_from_f32<BFloat16>(o32, out);
 }
