@@ -41,6 +41,18 @@ class Attrs {
   static constexpr int kMax = 8;
   Attrs() = default;
   Attrs(std::initializer_list<AttrValue> values);
+  // Copies only the values in use (the tape copies the attributes of every op it records).
+  Attrs(const Attrs& o) : n_(o.n_) {
+    for (int i = 0; i < n_; ++i) v_[i] = o.v_[i];
+  }
+  Attrs& operator=(const Attrs& o) {
+    if (this != &o) {
+      for (int i = 0; i < o.n_; ++i) v_[i] = o.v_[i];
+      for (int i = o.n_; i < n_; ++i) v_[i] = int64_t{0};
+      n_ = o.n_;
+    }
+    return *this;
+  }
   int size() const { return n_; }
   const AttrValue& operator[](int i) const { return v_[i]; }
   int64_t i(int k) const { return std::get<int64_t>(v_[k]); }

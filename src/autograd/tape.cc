@@ -153,12 +153,11 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
     tape.detach();  // the backward pass is recorded by the enclosing observer, if any
 
     if (!weights.empty()) {
-      bool any_used = std::any_of(weight_values.begin(), weight_values.end(), [&](const Tensor& w) {
-        for (const auto& r : tape.records())
-          for (const Tensor& in : tape.inputs(r))
-            if (in.impl() == w.impl()) return true;
-        return false;
-      });
+      PtrMap<char> used(4 * tape.records().size() + 8);
+      for (const auto& r : tape.records())
+        for (const Tensor& in : tape.inputs(r)) used.get(in.impl()) = 1;
+      bool any_used = std::any_of(weight_values.begin(), weight_values.end(),
+                                  [&](const Tensor& w) { return used.contains(w.impl()); });
       if (!any_used) {
         std::string names;
         for (const Parameter& w : weights) names += (names.empty() ? "" : ", ") + w.name();
