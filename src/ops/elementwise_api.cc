@@ -28,7 +28,7 @@ Tensor scalar_operand(const Tensor& like, double value) { return scalar_like(lik
 Tensor scalar_like(const Tensor& like, double value) {
   const bool floating = !(std::isfinite(value) && value == std::trunc(value));
   const DType t = promote_with_scalar(like.dtype(), floating);
-  return cast(Tensor::from_vector<double>({value}, Shape{}, like.device()), t);
+  return full({}, value, t, like.device());  // one fill op, made in the dtype
 }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(OpId::k_add, a, b); }

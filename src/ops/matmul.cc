@@ -74,7 +74,7 @@ std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
   std::vector<int64_t> gs = g.shape().to_vector();
   if (b_vec) gs.push_back(1);
   if (a_vec) gs.insert(gs.end() - 1, 1);
-  const Tensor g2 = reshape(g, gs);
+  const Tensor g2 = Shape(gs) == g.shape() ? g : reshape(g, gs);
 
   // Drops the unit axis at `axis` (-2 or -1) that a 1-D operand was given.
   auto drop_axis = [](const Tensor& t, int axis) {
