@@ -36,6 +36,17 @@ class PtrMap {
   const V* find(const void* key) const { return const_cast<PtrMap*>(this)->find(key); }
   bool contains(const void* key) const { return find(key) != nullptr; }
   size_t size() const { return size_; }
+  size_t capacity() const { return keys_.size(); }
+  // Empties the map, releasing the values, and keeps the slots for the next use.
+  void clear() {
+    if (size_ == 0) return;
+    for (size_t i = 0; i < keys_.size(); ++i)
+      if (keys_[i]) {
+        keys_[i] = nullptr;
+        values_[i] = V();
+      }
+    size_ = 0;
+  }
 
  private:
   static size_t capacity_for(size_t n) {

@@ -1,5 +1,6 @@
 // The tape and the backward walk (NOTE [Autodiff] in include/spore/autograd.h).
 #include <algorithm>
+#include <memory>
 
 #include "autograd/ptr_map.h"
 #include "spore/autograd.h"
@@ -21,17 +22,59 @@ struct Record {
   uint32_t num_inputs, num_outputs;
 };
 
+// The containers of one tape. A training loop runs the same small graph thousands of times, so
+// they are kept per thread and reused (cleared, capacity kept) instead of being reallocated for
+// every step; nested tapes (gradients of gradients) each take their own.
+struct TapeBuffers {
+  PtrMap<char> tracked;  // a set: the value is unused
+  std::vector<Record> records;
+  std::vector<Tensor> tensors;
+  PtrMap<Tensor> grads;
+  std::vector<Tensor> gouts;
+  void clear() {
+    tracked.clear();
+    records.clear();
+    tensors.clear();
+    grads.clear();
+    gouts.clear();
+  }
+};
+
+class BufferPool {
+ public:
+  std::unique_ptr<TapeBuffers> take() {
+    if (free_.empty()) return std::make_unique<TapeBuffers>();
+    std::unique_ptr<TapeBuffers> b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void give_back(std::unique_ptr<TapeBuffers> b) {
+    b->clear();
+    // Keep a few, and not the ones a huge graph grew: their slots would sit idle.
+    if (free_.size() < 4 && b->tracked.capacity() <= (1u << 16)) free_.push_back(std::move(b));
+  }
+
+ private:
+  std::vector<std::unique_ptr<TapeBuffers>> free_;
+};
+thread_local BufferPool t_buffer_pool;
+
 // Records ops that depend on the sources; forwards every op to the enclosing observer so that
 // nested tapes (gradients of gradients) and graph tracing see them too.
 class Tape final : public DispatchObserver {
  public:
-  explicit Tape(const std::vector<Tensor>& sources) {
-    records_.reserve(64);
-    tensors_.reserve(192);
+  explicit Tape(const std::vector<Tensor>& sources)
+      : buffers_(t_buffer_pool.take()),
+        tracked_(buffers_->tracked),
+        records_(buffers_->records),
+        tensors_(buffers_->tensors) {
     for (const Tensor& s : sources) tracked_.get(s.impl()) = 1;
     outer_ = set_dispatch_observer(this);
   }
-  ~Tape() override { detach(); }
+  ~Tape() override {
+    detach();
+    t_buffer_pool.give_back(std::move(buffers_));
+  }
   void detach() {
     if (attached_) set_dispatch_observer(outer_);
     attached_ = false;
@@ -63,11 +106,13 @@ class Tape final : public DispatchObserver {
     return {tensors_.data() + r.first + r.num_inputs, r.num_outputs};
   }
   DispatchObserver* outer() const { return outer_; }
+  TapeBuffers& buffers() const { return *buffers_; }
 
  private:
-  PtrMap<char> tracked_;  // a set: the value is unused
-  std::vector<Record> records_;
-  std::vector<Tensor> tensors_;
+  std::unique_ptr<TapeBuffers> buffers_;
+  PtrMap<char>& tracked_;
+  std::vector<Record>& records_;
+  std::vector<Tensor>& tensors_;
   DispatchObserver* outer_ = nullptr;
   bool attached_ = true;
 };
@@ -80,12 +125,13 @@ void accumulate(PtrMap<Tensor>& grads, const Tensor& x, Tensor g) {
   slot = inserted ? std::move(g) : add(slot, g);
 }
 
-// Gradients of `output` (seeded with `seed`) for every tensor the tape tracked.
-PtrMap<Tensor> backward(const Tape& tape, const Tensor& output, const Tensor& seed) {
-  PtrMap<Tensor> grads(2 * tape.records().size() + 8);
+// Gradients of `output` (seeded with `seed`) for every tensor the tape tracked, in the tape's
+// buffers (valid while the tape lives).
+const PtrMap<Tensor>& backward(const Tape& tape, const Tensor& output, const Tensor& seed) {
+  PtrMap<Tensor>& grads = tape.buffers().grads;
   grads.get(output.impl()) = seed;
   const auto& recs = tape.records();
-  std::vector<Tensor> gouts;
+  std::vector<Tensor>& gouts = tape.buffers().gouts;
   for (auto it = recs.rbegin(); it != recs.rend(); ++it) {
     const Record& r = *it;
     const std::span<const Tensor> ins = tape.inputs(r), outs = tape.outputs(r);
@@ -129,6 +175,7 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
   return [fn = std::move(fn), pos = std::move(pos), weights = std::move(weights),
           sens = std::move(sens)](const std::vector<Tensor>& inputs) {
     std::vector<Tensor> sources;
+    sources.reserve(pos.positions.size() + weights.size());
     for (int p : pos.positions) {
       if (p < 0 || p >= (int)inputs.size())
         throw Error(ErrorCode::kValue, "value_and_grad: grad_position " + std::to_string(p) +
@@ -141,6 +188,7 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
       sources.push_back(inputs[p]);
     }
     std::vector<Tensor> weight_values;
+    weight_values.reserve(weights.size());
     for (const Parameter& w : weights) {
       if (!w.defined()) throw Error(ErrorCode::kValue, "value_and_grad: a weight is an empty Parameter");
       weight_values.push_back(w.value());
@@ -148,16 +196,20 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
     }
 
     ValueAndGrad result;
+    result.input_grads.reserve(pos.positions.size());
+    result.weight_grads.reserve(weights.size());
     Tape tape(sources);
     result.value = fn(inputs);
     tape.detach();  // the backward pass is recorded by the enclosing observer, if any
 
     if (!weights.empty()) {
-      PtrMap<char> used(4 * tape.records().size() + 8);
-      for (const auto& r : tape.records())
-        for (const Tensor& in : tape.inputs(r)) used.get(in.impl()) = 1;
-      bool any_used = std::any_of(weight_values.begin(), weight_values.end(),
-                                  [&](const Tensor& w) { return used.contains(w.impl()); });
+      // Stops at the first weight some recorded op reads (usually the first one checked).
+      bool any_used = std::any_of(weight_values.begin(), weight_values.end(), [&](const Tensor& w) {
+        for (const auto& r : tape.records())
+          for (const Tensor& in : tape.inputs(r))
+            if (in.impl() == w.impl()) return true;
+        return false;
+      });
       if (!any_used) {
         std::string names;
         for (const Parameter& w : weights) names += (names.empty() ? "" : ", ") + w.name();
@@ -182,7 +234,8 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
                                            "; gradients need a scalar output or an explicit sens");
       seed = ones_like(result.value);
     }
-    PtrMap<Tensor> grads = tape.tracked(result.value) ? backward(tape, result.value, seed) : PtrMap<Tensor>();
+    const PtrMap<Tensor>& grads =
+        tape.tracked(result.value) ? backward(tape, result.value, seed) : tape.buffers().grads;
     for (int p : pos.positions) result.input_grads.push_back(grad_or_zeros(grads, inputs[p]));
     for (const Tensor& w : weight_values) result.weight_grads.push_back(grad_or_zeros(grads, w));
     return result;
