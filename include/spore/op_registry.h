@@ -41,6 +41,15 @@ class Attrs {
   static constexpr int kMax = 8;
   Attrs() = default;
   Attrs(std::initializer_list<AttrValue> values);
+  // Builds the values in place (a braced list copies each value twice, which for the int-list
+  // attributes of reshape, permute, expand and the reductions is two allocations per call).
+  template <typename... T>
+  static Attrs of(T&&... values) {
+    static_assert(sizeof...(T) <= kMax, "an op takes at most Attrs::kMax attributes");
+    Attrs a;
+    ((a.v_[a.n_++] = AttrValue(std::forward<T>(values))), ...);
+    return a;
+  }
   // Copies only the values in use (the tape copies the attributes of every op it records).
   Attrs(const Attrs& o) : n_(o.n_) {
     for (int i = 0; i < n_; ++i) v_[i] = o.v_[i];

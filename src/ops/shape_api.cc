@@ -15,11 +15,11 @@ namespace {
 }  // namespace
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
-  return dispatch1(OpId::k_reshape, {x}, Attrs{shape});
+  return dispatch1(OpId::k_reshape, {x}, Attrs::of(shape));
 }
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& axes) {
-  return dispatch1(OpId::k_permute, {x}, Attrs{axes});
+  return dispatch1(OpId::k_permute, {x}, Attrs::of(axes));
 }
 
 Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
@@ -84,7 +84,7 @@ Tensor unsqueeze(const Tensor& x, int64_t axis) {
 }
 
 Tensor expand(const Tensor& x, const std::vector<int64_t>& shape) {
-  return dispatch1(OpId::k_expand, {x}, Attrs{shape});
+  return dispatch1(OpId::k_expand, {x}, Attrs::of(shape));
 }
 
 // The dispatcher's promote_mask has 32 bits, so at most 32 inputs join promotion in one call:
