@@ -55,9 +55,7 @@ void sample(probe::ProbeContext& ctx) {
   std::string dev_name = dev.str();
   for (char& c : dev_name)
     if (c == ':') c = '-';
-  const auto dir = std::filesystem::temp_directory_path() / "spore-samples";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / ("06_checkpoint_ir-" + dev_name + ".safetensors");
+  const auto path = std::filesystem::path(probe::artifact_dir()) / ("06_checkpoint_ir-" + dev_name + ".safetensors");
   save_checkpoint(*net, path, {{"sample", "06_checkpoint_ir"}});
   ctx.artifact("checkpoint", path.string());
 

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       train::SvgOptions svg;
       svg.log_y = true;
       svg.series = {"test_accuracy"};
-      curve.write_svg(curve_prefix + ".svg", "digits CNN: training loss per step", svg);
+      curve.write_svg(curve_prefix + ".svg", "digits CNN: training loss per step, test accuracy per epoch", svg);
       std::printf("loss curve: %s.csv, %s.svg\n", curve_prefix.c_str(), curve_prefix.c_str());
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

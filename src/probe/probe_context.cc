@@ -1,6 +1,8 @@
 // Probe registry, ProbeContext and the evidence rule (NOTE [Evidence rule]).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -68,6 +70,16 @@ std::vector<const ProbeSpec*> all_probes(std::string_view group) {
 }
 
 // ---- host copies ------------------------------------------------------------------------------
+std::string artifact_dir() {
+  namespace fs = std::filesystem;
+  const char* env = std::getenv("SPORE_PROBE_OUT_DIR");
+  fs::path dir = env && *env ? fs::path(env) : fs::temp_directory_path() / "spore-samples";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::kIO, "cannot create the artifact directory '" + dir.string() + "': " + ec.message());
+  return dir.string();
+}
+
 std::vector<double> host_values(const Tensor& t) {
   Tensor h = t.device() == Device::cpu() ? t : t.to(Device::cpu());
   const int64_t n = h.numel();

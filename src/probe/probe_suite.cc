@@ -33,6 +33,8 @@ RunSummary run_probes(const std::vector<std::string>& names, const RunOptions& o
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::kIO, "cannot create report directory '" + dir + "': " + ec.message());
     dir = fs::absolute(dir).lexically_normal().string();
+    // Children inherit it: probes put their artifacts next to the reports (artifact_dir()).
+    setenv("SPORE_PROBE_OUT_DIR", dir.c_str(), 1);
   }
   // The parent's snapshot, taken before any child starts; it opens no device (NOTE [Probe isolation]).
   Json env = collect_env(command);

@@ -114,4 +114,9 @@ Verdict judge(const Json& result, std::string* reason);
 // Host copy of any tensor as float64, read through its strides without running an op.
 std::vector<double> host_values(const Tensor& t);
 
+// Where a probe writes the artifacts it records (checkpoints, IR files): the run's report
+// directory, which run_probes hands to its children in SPORE_PROBE_OUT_DIR, or
+// <temp>/spore-samples for a probe run outside the harness. Created if missing.
+std::string artifact_dir();
+
 }  // namespace spore::probe
