@@ -255,8 +255,10 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   std::vector<int64_t> axes;
   for (int i = 0; i < g.ndim(); ++i)
     if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(i);
-  Tensor r = axes.empty() ? g : sum(g, axes, /*keepdims=*/true);
-  return reshape(r, shape.to_vector());
+  // Only leading axes (a bias's gradient): summing them away gives the shape at once.
+  const bool only_leading = !axes.empty() && axes.back() == (int64_t)axes.size() - 1 && (int64_t)axes.size() == lead;
+  Tensor r = axes.empty() ? g : sum(g, axes, /*keepdims=*/!only_leading);
+  return r.shape() == shape ? r : reshape(r, shape.to_vector());
 }
 
 NoGradGuard::NoGradGuard() : saved_(set_dispatch_observer(nullptr)) {}

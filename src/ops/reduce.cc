@@ -132,6 +132,7 @@ int64_t count_of(const Shape& s, const std::vector<int>& axes) {
 
 // The gradient of a reduction's output in keepdims form.
 Tensor keepdims_form(const Tensor& g, const Shape& in, const std::vector<int>& axes) {
+  if (g.ndim() == 0) return g;  // a full reduction: the 0-d gradient broadcasts as it is
   const Shape k = reduced_shape(in, axes, /*keepdims=*/true);
   return g.shape() == k ? g : reshape(g, k.to_vector());
 }
