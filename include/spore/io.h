@@ -172,9 +172,9 @@ std::vector<uint8_t> safetensors_to_bytes(
 // load_param_into_net validates everything first (missing and unexpected keys, then every
 // shape, then every dtype), and only when all of it checks out sets the values, so a failed load
 // leaves the network exactly as it was. Each error lists every offender, not only the first.
-// A loaded tensor is moved to the device of the parameter it replaces and then shared, not
-// copied: parameters are only ever replaced (Parameter::set_value), never written in place, so
-// sharing is safe and loading a large model does not need twice its memory.
+// Each loaded tensor is copied to the device of the parameter it replaces: optimizers update
+// parameters in place (the fused update ops), so sharing the caller's tensors would let training
+// one network change the map it was loaded from, and any other network loaded from it.
 
 // The framework library's version ("0.1.0"), recorded in checkpoints.
 const char* framework_version();

@@ -227,13 +227,13 @@ LoadReport load_param_into_net(nn::Cell& net, const std::map<std::string, Tensor
                                        "(to_float changes the compute dtype, not the stored one), "
                                        "or cast the tensors before loading. Nothing was loaded.");
 
-  // 3. Everything checks out: move to each parameter's device and set.
+  // 3. Everything checks out: copy to each parameter's device and set. Always a copy: optimizers
+  // update parameters in place, which must not reach into the caller's map (or into a second
+  // network loaded from the same map).
   std::vector<Tensor> values;
   values.reserve(plan.size());
-  for (auto& [p, t] : plan) {
-    Tensor v = t.device() == p.value().device() ? t : t.to(p.value().device());
-    values.push_back(v.is_contiguous() ? v : v.contiguous());
-  }
+  for (auto& [p, t] : plan)
+    values.push_back(t.device() == p.value().device() ? t.clone() : t.to(p.value().device()).contiguous());
   for (size_t i = 0; i < plan.size(); ++i) plan[i].first.set_value(values[i]);
   return report;
 }

@@ -16,6 +16,7 @@
 #include "spore/io.h"
 #include "spore/nn/layers.h"
 #include "spore/ops.h"
+#include "spore/optim.h"
 
 namespace spore {
 namespace {
@@ -102,6 +103,29 @@ TEST(Checkpoint, NetworkRoundTripIsBitExact) {
   // Saving the same parameters again gives the same bytes (nothing run-dependent in the file).
   save_checkpoint(*fresh, dir / "again.safetensors");
   EXPECT_EQ(sha256_file(dir / "again.safetensors"), sha256_file(dir / "net.safetensors"));
+}
+
+// Optimizers update parameters in place: a network loaded from a map must own its values, so
+// training it changes neither the map nor a second network loaded from the same map.
+TEST(Checkpoint, LoadedParametersAreCopiesNotAliases) {
+  auto net = make_net(11);
+  std::map<std::string, Tensor> params;
+  for (const auto& [n, p] : net->named_parameters()) params[n] = p.value().clone();
+  auto a = make_net(1), b = make_net(2);
+  load_param_into_net(*a, params);
+  load_param_into_net(*b, params);
+  const auto before = snapshot(*b);
+  std::vector<Parameter> trainable = a->trainable_params();
+  optim::SGD sgd(trainable, 0.5);
+  std::vector<Tensor> grads;
+  for (const Parameter& p : trainable) grads.push_back(ones_like(p.value()));
+  sgd(grads);  // an in-place update of every trainable parameter of a
+  EXPECT_EQ(snapshot(*b), before) << "training one network changed another loaded from the same map";
+  for (const auto& [n, p] : a->named_parameters())
+    if (p.requires_grad())
+      EXPECT_GT(host_max_abs_diff(p.value(), params.at(n)), 0.0) << n << ": the update did not happen";
+  for (const auto& [n, p] : net->named_parameters())
+    EXPECT_EQ(params.at(n).to_bytes(), p.value().to_bytes()) << n << ": the caller's map changed";
 }
 
 TEST(Checkpoint, OnDiskLayoutIsPlainSafetensors) {
