@@ -102,12 +102,47 @@ inline int64_t argmax_window(const Windows& win, const C* x, int64_t i, int64_t 
   return best;
 }
 
+// Every window is the 2x2 block at (2i, 2j): the common stride-2 pooling of CNNs, for which
+// the generic window walk costs several times the arithmetic.
+bool is_2x2_blocks(const Windows& win) {
+  auto regular = [](const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+    for (size_t i = 0; i < lo.size(); ++i)
+      if (lo[i] != 2 * (int64_t)i || hi[i] != 2 * (int64_t)i + 2) return false;
+    return true;
+  };
+  return regular(win.hs, win.he) && regular(win.ws, win.we);
+}
+
+// argmax_window for a 2x2 block at row-major offset `at` of a plane `w` wide: the same order and
+// the same NaN rule, unrolled.
+template <class C>
+inline int64_t argmax_2x2(const C* x, int64_t at, int64_t w) {
+  const int64_t cand[4] = {at, at + 1, at + w, at + w + 1};
+  int64_t best = cand[0];
+  C m = x[best];
+  for (int c = 1; c < 4; ++c) {
+    const C v = x[cand[c]];
+    if (v > m || (v != v && m == m)) {
+      m = v;
+      best = cand[c];
+    }
+  }
+  return best;
+}
+
 template <class T, bool kMax>
 void pool_forward(const Tensor& x, const Windows& win, const Tensor& y) {
   T* out = static_cast<T*>(y.data_ptr());
   const int64_t hw = win.h * win.w, ohw = win.ho * win.wo;
+  const bool blocks = kMax && is_2x2_blocks(win);
   for_planes<T>(win, hw, ohw, [&](int64_t q, Calc<T>* xs, Calc<T>* ys) {
     load_plane<T>(x, q, xs);
+    if (kMax && blocks) {
+      for (int64_t i = 0; i < win.ho; ++i)
+        for (int64_t j = 0; j < win.wo; ++j) ys[i * win.wo + j] = xs[argmax_2x2(xs, 2 * i * win.w + 2 * j, win.w)];
+      store(out + q * ohw, ys, ohw);
+      return;
+    }
     for (int64_t i = 0; i < win.ho; ++i)
       for (int64_t j = 0; j < win.wo; ++j) {
         if constexpr (kMax) {
@@ -129,12 +164,20 @@ template <class T, bool kMax>
 void pool_backward(const Tensor& gy, const Tensor& x, const Windows& win, const Tensor& gx) {
   T* out = static_cast<T*>(gx.data_ptr());
   const int64_t hw = win.h * win.w, ohw = win.ho * win.wo;
+  const bool blocks = kMax && is_2x2_blocks(win);
   // Scratch "in" holds x (max only) then gy; "out" accumulates the plane's gradient.
   for_planes<T>(win, (kMax ? hw : 0) + ohw, hw, [&](int64_t q, Calc<T>* in, Calc<T>* gs) {
     Calc<T>* gys = in + (kMax ? hw : 0);
     if constexpr (kMax) load_plane<T>(x, q, in);
     load_plane<T>(gy, q, gys);
     std::fill(gs, gs + hw, Calc<T>(0));
+    if (kMax && blocks) {
+      for (int64_t i = 0; i < win.ho; ++i)
+        for (int64_t j = 0; j < win.wo; ++j)
+          gs[argmax_2x2(in, 2 * i * win.w + 2 * j, win.w)] += gys[i * win.wo + j];
+      store(out + q * hw, gs, hw);
+      return;
+    }
     for (int64_t i = 0; i < win.ho; ++i)
       for (int64_t j = 0; j < win.wo; ++j) {
         const Calc<T> g = gys[i * win.wo + j];
