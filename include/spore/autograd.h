@@ -57,8 +57,6 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(
 std::function<ValueAndGrad(const std::vector<Tensor>&)> grad(TensorFn fn, GradPosition grad_position = {},
                                                               std::vector<Parameter> weights = {});
 
-// Reduces a broadcast gradient back to `shape` (sums leading axes and axes of extent 1).
-Tensor sum_to(const Tensor& grad, const Shape& shape);
 
 // Runs fn with no tape recording (inference, optimizer updates).
 class NoGradGuard {

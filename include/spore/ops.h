@@ -73,6 +73,9 @@ Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims
 // correction: 1 for the unbiased estimate (PyTorch's default), 0 for the population variance.
 Tensor var(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
            bool keepdims = false);
+// Sums x down to `shape`, which x broadcasts from: its extra leading axes and the axes where
+// `shape` has extent 1 (how a broadcast operand's gradient is reduced back to the operand).
+Tensor sum_to(const Tensor& x, const Shape& shape);
 // Index of the first maximum along one axis (or of the flattened tensor), as int64.
 Tensor argmax(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);

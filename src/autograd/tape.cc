@@ -247,20 +247,6 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> grad(TensorFn fn, GradPo
   return value_and_grad(std::move(fn), std::move(pos), std::move(weights));
 }
 
-Tensor sum_to(const Tensor& g, const Shape& shape) {
-  if (g.shape() == shape) return g;
-  int lead = g.ndim() - shape.ndim();
-  if (lead < 0)
-    throw Error(ErrorCode::kShape, "sum_to: gradient " + g.shape().str() + " has fewer axes than " + shape.str());
-  std::vector<int64_t> axes;
-  for (int i = 0; i < g.ndim(); ++i)
-    if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(i);
-  // Only leading axes (a bias's gradient): summing them away gives the shape at once.
-  const bool only_leading = !axes.empty() && axes.back() == (int64_t)axes.size() - 1 && (int64_t)axes.size() == lead;
-  Tensor r = axes.empty() ? g : sum(g, axes, /*keepdims=*/!only_leading);
-  return r.shape() == shape ? r : reshape(r, shape.to_vector());
-}
-
 NoGradGuard::NoGradGuard() : saved_(set_dispatch_observer(nullptr)) {}
 NoGradGuard::~NoGradGuard() { set_dispatch_observer(static_cast<DispatchObserver*>(saved_)); }
 

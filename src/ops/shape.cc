@@ -212,17 +212,9 @@ std::vector<Tensor> slice_backward(const BackwardArgs& b) {
   return {slice_scatter(zeros_for(x.shape(), g), g, a.i(0), a.i(1), a.i(2), a.i(3))};
 }
 
-// Sums the broadcast axes: the new leading ones, and those where a size-1 input was stretched.
-// (autograd's sum_to does the same but lives above the ops layer.)
+// The gradient summed over the axes expand broadcast (sum_to).
 std::vector<Tensor> expand_backward(const BackwardArgs& b) {
-  const Shape &in = b.inputs[0].shape();
-  const Tensor& g = b.grad_outputs[0];
-  const int lead = g.ndim() - in.ndim();
-  std::vector<int64_t> axes;
-  for (int i = 0; i < g.ndim(); ++i)
-    if (i < lead || (in[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(i);
-  Tensor r = axes.empty() ? g : sum(g, axes, /*keepdims=*/true);
-  return {reshape(r, in.to_vector())};
+  return {sum_to(b.grad_outputs[0], b.inputs[0].shape())};
 }
 
 std::vector<Tensor> concat_backward(const BackwardArgs& b) {
