@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "backends/cpu/thread_pool.h"
 #include "spore/context.h"
 #include "spore/ops.h"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,23 +52,51 @@ inline Tensor make_tensor(const std::vector<double>& values, const Shape& shape,
   return cast(Tensor::from_vector(values, shape), dtype);
 }
 
-// Compares a result with a float64 reference within the dtype's tolerance (or an explicit one).
-inline void expect_close(const Tensor& got, const std::vector<double>& ref, Tol tol,
-                         const std::string& what = "") {
-  ASSERT_EQ(got.numel(), (int64_t)ref.size()) << what;
-  std::vector<double> g = got.to_vector<double>();
+// Compares values read back from a result of `dtype` with a float64 reference within `tol`
+// (NaN matches NaN), reporting the first few offenders.
+inline void expect_near(const std::vector<double>& g, const std::vector<double>& ref, Tol tol,
+                        DType dtype, const std::string& what) {
+  ASSERT_EQ(g.size(), ref.size()) << what;
   int bad = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     bool ok = (std::isnan(ref[i]) && std::isnan(g[i])) || g[i] == ref[i] ||
               std::abs(g[i] - ref[i]) <= tol.atol + tol.rtol * std::abs(ref[i]);
     if (!ok && bad++ < 5)
       ADD_FAILURE() << what << " element " << i << ": got " << g[i] << ", want " << ref[i]
-                    << " (dtype " << dtype_name(got.dtype()) << ")";
+                    << " (dtype " << dtype_name(dtype) << ")";
   }
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << ref.size() << " elements out of tolerance";
 }
+
+// Compares a result with a float64 reference within the dtype's tolerance (or an explicit one).
+inline void expect_close(const Tensor& got, const std::vector<double>& ref, Tol tol,
+                         const std::string& what = "") {
+  ASSERT_EQ(got.numel(), (int64_t)ref.size()) << what;
+  expect_near(got.to_vector<double>(), ref, tol, got.dtype(), what);
+}
 inline void expect_close(const Tensor& got, const std::vector<double>& ref, const std::string& what = "") {
   expect_close(got, ref, tolerance(got.dtype()), what);
+}
+
+// Runs fn and expects a spore::Error with `code` whose message contains every one of `parts`
+// (the op's name, the offending shape, the fix): the one expect_error of the suite.
+inline void expect_error(const std::function<void()>& fn, ErrorCode code,
+                         const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error thrown; expected " << error_code_name(code);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message lacks '" << p << "': " << e.what();
+  }
+}
+// The same with the parts as separate arguments: expect_error(fn, code, "reshape", "[2, 3]").
+template <typename... Parts>
+void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& part,
+                  const Parts&... more) {
+  expect_error(fn, code, std::vector<std::string>{part, std::string(more)...});
 }
 
 // Index helpers for references: row-major strides of a shape.

@@ -27,7 +27,26 @@ class Backend {
   virtual void synchronize(int /*device_index*/) {}
 };
 
-// Registers a backend and returns its id. The CPU backend registers itself.
+// NOTE [Backend registration]
+// The core never names a backend. Each backend's own translation unit holds a static
+// BackendRegistrar that adds two hooks to a list the core owns: `install` registers the Backend
+// object (register_backend_at / register_backend), `kernels` registers its kernels into the op
+// registry. The core runs every `install` before the first look-up of a backend, and the op
+// registry runs every `kernels` right after it builds its table (run_backend_kernel_hooks). A
+// registrar constructed after either moment runs that hook at once, so a backend in a plugin
+// library loaded later still registers.
+// Static libraries drop an object that nothing references, registrar or not: the build keeps the
+// CPU backend's object with a linker anchor (-Wl,--undefined=spore_cpu_backend_anchor on
+// spore_core, see src/CMakeLists.txt); a backend in its own static library needs the same.
+class BackendRegistrar {
+ public:
+  using Hook = void (*)();
+  BackendRegistrar(Hook install, Hook kernels);
+};
+// Called once by the op registry after it has built its table: runs every backend's `kernels`.
+void run_backend_kernel_hooks();
+
+// Registers a backend and returns its id.
 int register_backend(std::unique_ptr<Backend> backend);
 // Registers a backend at a fixed id (CUDA uses kCudaBackend).
 void register_backend_at(int id, std::unique_ptr<Backend> backend);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -30,10 +31,23 @@ class Backend;
 // free lists (NOTE [Host allocator]), like the data of CPU tensors, and a Storage keeps its
 // Backend so that freeing it looks nothing up.
 
+// NOTE [External storage]
+// A Storage either allocates its memory on the device (and gives it back to the device's backend)
+// or wraps memory it does not own: model weights used in place from a memory-mapped file (ggml's
+// buffer_from_host_ptr), a buffer another library filled. An external storage holds `owner`, a
+// keep-alive (the mapping, the other library's buffer object) released with the last tensor that
+// views it, and says whether it may be written: a mapping opened read-only is not writable, and
+// an op that writes its inputs (the optimizers' update ops, copy_) refuses it with a kValue error
+// instead of a segfault. Its memory is returned through a no-op release in place of the backend
+// (src/core/storage.cc), so the destructor stays one indirect call for both kinds.
+
 // Memory on a device, shared by every tensor that views it.
 class Storage {
  public:
   Storage(size_t bytes, Device device);  // allocates on the device
+  // Wraps `bytes` at `data` on `device` without copying (NOTE [External storage]); `owner` keeps
+  // the memory alive until this storage is freed. Throws kDevice for an unknown device.
+  Storage(void* data, size_t bytes, Device device, std::shared_ptr<const void> owner, bool writable);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -41,6 +55,12 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  bool writable() const { return writable_; }
+  bool external() const { return owner_ != nullptr; }
+  // Throws kValue naming `writer` when this storage may not be written (NOTE [External storage]).
+  void require_writable(const char* writer) const {
+    if (!writable_) throw_read_only(writer);
+  }
 
   void retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() {
@@ -55,8 +75,12 @@ class Storage {
   std::atomic<int> refs_{1};
   void* data_ = nullptr;
   size_t bytes_ = 0;
-  Backend* backend_ = nullptr;
+  Backend* backend_ = nullptr;  // where the memory goes back to (a no-op for external memory)
   Device device_;
+  bool writable_ = true;
+  std::shared_ptr<const void> owner_;  // external memory only: keeps it alive
+
+  [[noreturn]] static void throw_read_only(const char* writer);
 };
 
 struct TensorImpl {
@@ -113,6 +137,10 @@ class Tensor {
   static Tensor scalar(T value, Device device = Device::cpu()) {
     return from_vector(std::vector<T>{value}, Shape{}, device);
   }
+  // A contiguous tensor over memory it does not own, without a copy (NOTE [External storage]).
+  static Tensor from_external(void* data, const Shape& shape, DType dtype,
+                              std::shared_ptr<const void> owner, bool writable,
+                              Device device = Device::cpu());
   // Copies `bytes` of host memory (already in `dtype`'s layout) into a new tensor.
   static Tensor from_bytes(const void* data, const Shape& shape, DType dtype, Device device);
 

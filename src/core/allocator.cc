@@ -6,7 +6,7 @@
 #include <new>
 #include <vector>
 
-namespace spore::cpu {
+namespace spore {
 
 namespace {
 constexpr size_t kAlign = 64;
@@ -138,4 +138,4 @@ void host_release_cache() {
   lc.bytes = 0;
 }
 
-}  // namespace spore::cpu
+}  // namespace spore

@@ -1,9 +1,13 @@
-// Host memory for CPU tensors, with caches so that the steady state of a training or inference
+// Host memory: the data of host-accessible tensors and the TensorImpl/Storage objects of every
+// tensor (NOTE [Tensor allocation]), with caches so that the steady state of a training or inference
 // loop makes no system calls and takes no page faults (NOTE [Host allocator]).
 #pragma once
 #include <cstddef>
 
-namespace spore::cpu {
+namespace spore {
+
+// This allocator is backend-neutral host memory, so it lives in the core (NOTE [Layers]): the
+// CPU backend allocates tensor data with it, and the core allocates its tensor objects with it.
 
 // NOTE [Host allocator]
 // Small blocks (<= 64 KiB) come from per-thread free lists of power-of-two size classes: the
@@ -18,4 +22,11 @@ size_t host_cached_bytes();
 // Returns every cached large block to the system.
 void host_release_cache();
 
-}  // namespace spore::cpu
+// The old spelling, still used by src/core/tensor.cc on branch wip-layers; the lead drops it when
+// tensor.cc (rewritten on wip-dispatch) calls spore::host_alloc.
+namespace cpu {                     // layering-exception: until the wip-dispatch merge
+using spore::host_alloc;            // layering-exception: until the wip-dispatch merge
+using spore::host_free;             // layering-exception: until the wip-dispatch merge
+}  // namespace cpu                 // layering-exception: until the wip-dispatch merge
+
+}  // namespace spore

@@ -2,7 +2,10 @@
 #include "spore/backend.h"
 
 #include <array>
+#include <atomic>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "spore/error.h"
 
@@ -19,14 +22,73 @@ std::mutex& table_mutex() {
 }
 }  // namespace
 
-void register_cpu_backend();  // src/backends/cpu/cpu_backend.cc
-
+// ---- registration hooks (NOTE [Backend registration]) ---------------------------------------
 namespace {
-void ensure_cpu() {
-  static bool once = (register_cpu_backend(), true);
-  (void)once;
+struct Hooks {
+  std::mutex mu;
+  std::vector<std::pair<BackendRegistrar::Hook, BackendRegistrar::Hook>> list;
+  bool installed = false;  // the install hooks have run
+  bool kernels = false;    // the kernel hooks have run
+};
+Hooks& hooks() {
+  static Hooks* h = new Hooks();  // leaked on purpose: registrars may run during static init
+  return *h;
+}
+// Set while the install hooks run, so a hook that calls register_backend does not wait for itself.
+thread_local bool t_installing = false;
+// Every tensor allocation looks its backend up: after the first, the check is one load.
+std::atomic<bool> g_installed{false};
+
+void install_backends() {
+  static std::mutex install_mu;
+  std::lock_guard<std::mutex> lock(install_mu);
+  if (g_installed.load(std::memory_order_acquire)) return;
+  std::vector<BackendRegistrar::Hook> run;
+  {
+    std::lock_guard<std::mutex> hooks_lock(hooks().mu);
+    hooks().installed = true;
+    for (auto& [install, kernels] : hooks().list)
+      if (install) run.push_back(install);
+  }
+  t_installing = true;
+  try {
+    for (auto fn : run) fn();
+  } catch (...) {
+    t_installing = false;
+    throw;
+  }
+  t_installing = false;
+  g_installed.store(true, std::memory_order_release);
+}
+
+inline void ensure_backends() {
+  if (!g_installed.load(std::memory_order_acquire) && !t_installing) install_backends();
 }
 }  // namespace
+
+BackendRegistrar::BackendRegistrar(Hook install, Hook kernels) {
+  bool late_install, late_kernels;
+  {
+    std::lock_guard<std::mutex> lock(hooks().mu);
+    hooks().list.emplace_back(install, kernels);
+    late_install = hooks().installed;
+    late_kernels = hooks().kernels;
+  }
+  if (late_install && install) install();
+  if (late_kernels && kernels) kernels();
+}
+
+void run_backend_kernel_hooks() {
+  ensure_backends();
+  std::vector<BackendRegistrar::Hook> run;
+  {
+    std::lock_guard<std::mutex> lock(hooks().mu);
+    hooks().kernels = true;
+    for (auto& [install, kernels] : hooks().list)
+      if (kernels) run.push_back(kernels);
+  }
+  for (auto fn : run) fn();
+}
 
 void register_backend_at(int id, std::unique_ptr<Backend> b) {
   std::lock_guard<std::mutex> lock(table_mutex());
@@ -36,7 +98,7 @@ void register_backend_at(int id, std::unique_ptr<Backend> b) {
 }
 
 int register_backend(std::unique_ptr<Backend> b) {
-  ensure_cpu();
+  ensure_backends();
   std::lock_guard<std::mutex> lock(table_mutex());
   for (int id = kCudaBackend + 1; id < kMaxBackends; ++id) {
     if (!table()[id]) {
@@ -48,7 +110,7 @@ int register_backend(std::unique_ptr<Backend> b) {
 }
 
 bool backend_registered(int id) {
-  if (id == kCpuBackend) ensure_cpu();
+  ensure_backends();
   return id >= 0 && id < kMaxBackends && table()[id] != nullptr;
 }
 
@@ -60,14 +122,14 @@ Backend& backend(int id) {
 }
 
 int find_backend(std::string_view name) {
-  ensure_cpu();
+  ensure_backends();
   for (int id = 0; id < kMaxBackends; ++id)
     if (table()[id] && name == table()[id]->name()) return id;
   return -1;
 }
 
 std::vector<std::string> backend_names() {
-  ensure_cpu();
+  ensure_backends();
   std::vector<std::string> out;
   for (auto& b : table())
     if (b) out.emplace_back(b->name());

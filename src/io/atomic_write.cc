@@ -1,4 +1,4 @@
-// atomic_write_file (NOTE [Atomic writes] in include/spore/io.h) and read_file_bytes.
+// atomic_write_file (NOTE [Atomic writes] in include/spore/format.h) and read_file_bytes.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "io/posix_file.h"
 #include "spore/error.h"
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore {
 namespace {

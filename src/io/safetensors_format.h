@@ -1,4 +1,4 @@
-// The safetensors header (NOTE [safetensors] in include/spore/io.h): parsing with a strict
+// The safetensors header (NOTE [safetensors] in include/spore/format.h): parsing with a strict
 // validator, and building the header the writer emits. Works on bytes only (no tensors, no files),
 // so the fuzz target (tests/fuzz/safetensors_fuzz.cc) links it with just the error, dtype and shape
 // code.
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore::io {
 

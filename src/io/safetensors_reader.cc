@@ -7,7 +7,7 @@
 #include "io/posix_file.h"
 #include "io/safetensors_format.h"
 #include "spore/error.h"
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore {
 

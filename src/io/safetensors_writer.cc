@@ -6,7 +6,7 @@
 
 #include "io/safetensors_format.h"
 #include "spore/error.h"
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "io/posix_file.h"
 #include "spore/error.h"
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore {
 

@@ -14,6 +14,7 @@
 // no backward rule of their own for first-order gradients.
 #include <string>
 
+#include "describe.h"
 #include "conv_geometry.h"
 #include "op_families.h"
 #include "spore/ops.h"
@@ -28,15 +29,6 @@ constexpr int64_t kMaxPairValue = int64_t{1} << 30;
 // Largest extent accepted in an input_shape/weight_shape attribute.
 constexpr int64_t kMaxShapeValue = int64_t{1} << 40;
 
-std::string describe(const Tensor& t) {
-  return std::string(dtype_name(t.dtype())) + t.shape().str();
-}
-
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 std::string hw(int64_t h, int64_t w) {
   return std::to_string(h) + "x" + std::to_string(w);

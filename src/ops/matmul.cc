@@ -9,14 +9,13 @@
 // means by matmul of masks, and summing bools as integers would be a silent surprise).
 #include <string>
 
+#include "describe.h"
 #include "op_families.h"
 #include "spore/ops.h"
 
 namespace spore::ops {
 
 namespace {
-
-std::string describe(const Tensor& t) { return std::string(dtype_name(t.dtype())) + t.shape().str(); }
 
 void infer_matmul(const InferArgs& args, Inference& out) {
   const OpDef& def = args.def;

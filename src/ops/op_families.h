@@ -29,8 +29,3 @@ std::vector<int> reduce_axes(const OpDef& def, const std::vector<int64_t>& axes,
 Shape reduced_shape(const Shape& in, const std::vector<int>& axes, bool keepdims);
 
 }  // namespace spore::ops
-
-namespace spore::cpu {
-// Called once when the registry is built: every CPU kernel file registers its kernels.
-void register_cpu_kernels();
-}  // namespace spore::cpu

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "op_families.h"
+#include "spore/backend.h"
 #include "spore/error.h"
 
 namespace spore {
@@ -47,7 +48,7 @@ ops::OpTable& table() {
   static std::once_flag once;
   std::call_once(once, [] {
     t = build_table();
-    cpu::register_cpu_kernels();
+    run_backend_kernel_hooks();  // NOTE [Backend registration]
   });
   return *t;
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "describe.h"
 #include "op_families.h"
 #include "shape_rules.h"
 #include "spore/ops.h"
@@ -22,12 +23,6 @@
 namespace spore::ops {
 
 namespace {
-
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 // ---- reshape --------------------------------------------------------------------------------
 // NOTE [Reshape views]

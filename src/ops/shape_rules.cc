@@ -3,14 +3,11 @@
 
 #include <string>
 
+#include "describe.h"
+
 namespace spore::ops {
 
 namespace {
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 void check_rank(const OpDef& def, const std::vector<int64_t>& shape) {
   if (shape.size() > (size_t)kMaxDims)

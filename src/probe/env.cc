@@ -12,10 +12,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-// cpu_features.h is internal to the core; the probe library reads it through a relative path
-// because its target has no src/ include directory (see the report on CMake changes).
-#include "../core/cpu_features.h"
 #include "spore/backend.h"
+#include "spore/cpu_info.h"
 #include "spore/op_list.h"
 
 #ifndef SPORE_VERSION
@@ -169,13 +167,13 @@ Json collect_env(const std::vector<std::string>& command) {
   b["num_ops"] = kNumOps;
   r["binary"] = b;
 
-  const cpu::CpuFeatures& f = cpu::cpu_features();
+  const CpuInfo f = cpu_info();
   Json c;
   c["vendor"] = f.vendor;
   c["model"] = !f.model.empty() ? f.model : cpuinfo_model();
-  c["features"] = f.names();
-  c["simd_level"] = cpu::simd_level_name(cpu::simd_level());
-  c["best_simd_level"] = cpu::simd_level_name(cpu::best_simd_level());
+  c["features"] = f.features;
+  c["simd_level"] = f.simd_level;
+  c["best_simd_level"] = f.best_simd_level;
   c["logical_cores"] = (int)std::thread::hardware_concurrency();
   c["usable_cores"] = affinity_cores();
   r["cpu"] = c;

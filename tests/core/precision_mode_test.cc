@@ -5,6 +5,9 @@
 // float16 and hand back float32.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "core/allocator.h"
 #include "spore/backend.h"
 #include "spore/context.h"
@@ -20,8 +23,8 @@ class LowPrecisionBackend final : public Backend {
   const char* name() const override { return "lowp"; }
   int device_count() const override { return 1; }
   bool host_accessible() const override { return true; }
-  void* allocate(size_t bytes, int) override { return cpu::host_alloc(bytes); }
-  void deallocate(void* p, size_t bytes, int) override { cpu::host_free(p, bytes); }
+  void* allocate(size_t bytes, int) override { return host_alloc(bytes); }
+  void deallocate(void* p, size_t bytes, int) override { host_free(p, bytes); }
   void copy_to_host(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
   void copy_from_host(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
   void copy_on_device(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
@@ -115,6 +118,41 @@ TEST(PrecisionMode, MixedDevicesAreRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kDevice);
   }
+}
+
+// NOTE [Context scopes]: two threads with different precision modes at the same time, each
+// seeing only its own: keep_type must refuse the float32 add on lowp, allow_mixed must run it.
+TEST(PrecisionMode, ScopedModesOfTwoThreadsDoNotMix) {
+  Device d = lowp();
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, Shape{4}, d);
+  constexpr int kRounds = 200;
+  std::atomic<int> ready{0};
+  std::atomic<int> keep_refused{0}, mixed_ran{0}, wrong{0};
+  auto worker = [&](PrecisionMode mode) {
+    ContextScope scope(mode);
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }  // both scopes are open before either thread dispatches
+    for (int i = 0; i < kRounds; ++i) {
+      if (context().precision != mode) wrong.fetch_add(1);
+      try {
+        Tensor c = add(a, a);
+        if (mode == PrecisionMode::kAllowMixed && c.dtype() == DType::kFloat32) mixed_ran.fetch_add(1);
+        else wrong.fetch_add(1);
+      } catch (const Error& e) {
+        if (mode == PrecisionMode::kKeepType && e.code() == ErrorCode::kDType) keep_refused.fetch_add(1);
+        else wrong.fetch_add(1);
+      }
+    }
+  };
+  std::thread keep(worker, PrecisionMode::kKeepType);
+  std::thread mixed(worker, PrecisionMode::kAllowMixed);
+  keep.join();
+  mixed.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(keep_refused.load(), kRounds);
+  EXPECT_EQ(mixed_ran.load(), kRounds);
+  EXPECT_EQ(context().precision, default_context().precision);  // this thread: untouched
 }
 
 TEST(PrecisionMode, ModeNamesParse) {

@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "core/thread_pool.h"
+#include "backends/cpu/thread_pool.h"
 #include "spore/context.h"
 #include "spore/ops.h"
 #include "spore/tensor.h"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "spore/data.h"
+#include "test_util.h"
 
 namespace spore::data::test {
 
@@ -53,20 +54,7 @@ inline std::string read_all(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
-// Runs fn, expects a spore::Error with `code` whose message contains every one of `parts`.
-inline void expect_error(const std::function<void()>& fn, ErrorCode code,
-                         const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a spore::Error (" << error_code_name(code)
-                  << "), nothing was thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' not in: " << e.what();
-  }
-}
+using spore::test::expect_error;  // tests/test_util.h
 
 // Reads every row of a pass.
 inline std::vector<Row> collect(const Dataset& ds) {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "io/io_test_util.h"
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore {
 namespace {

@@ -13,7 +13,7 @@
 #include <random>
 
 #include "io/io_test_util.h"
-#include "spore/io.h"
+#include "spore/checkpoint.h"
 #include "spore/nn/layers.h"
 #include "spore/ops.h"
 #include "spore/optim.h"

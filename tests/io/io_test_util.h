@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "spore/error.h"
+#include "test_util.h"
 
 namespace spore::test {
 
@@ -50,18 +51,6 @@ inline std::string read_raw(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// Runs `fn`, expects a spore::Error with `code` whose message contains every one of `parts`.
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorCode code, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error thrown; expected " << error_code_name(code);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message lacks '" << p << "': " << e.what();
-  }
-}
+using spore::test::expect_error;  // tests/test_util.h
 
 }  // namespace spore::test

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "io/io_test_util.h"
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore {
 namespace {

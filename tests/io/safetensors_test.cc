@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "io/io_test_util.h"
-#include "spore/io.h"
+#include "spore/format.h"
 #include "test_util.h"
 
 namespace spore {

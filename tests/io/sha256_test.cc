@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "io/io_test_util.h"
-#include "spore/io.h"
+#include "spore/format.h"
 
 namespace spore {
 namespace {

@@ -28,16 +28,7 @@ inline Tol layer_tol(DType t) {
   }
 }
 
-// Expects fn() to throw spore::Error with `code` and a message containing `needle`.
-inline void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
-}
+using spore::test::expect_error;  // tests/test_util.h
 
 // y[m, o] = sum_i x[m, i] * w[o, i] + b[o]
 inline std::vector<double> dense(const std::vector<double>& x, const std::vector<double>& w,

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "spore/autograd.h"
-#include "spore/io.h"
+#include "spore/checkpoint.h"
 #include "spore/nn/activation.h"
 #include "spore/nn/conv.h"
 #include "spore/nn/dense.h"

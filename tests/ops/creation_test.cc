@@ -15,16 +15,7 @@
 namespace spore {
 namespace {
 
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorCode code, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 constexpr DType kFloatDTypes[] = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
 

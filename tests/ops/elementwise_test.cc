@@ -12,7 +12,7 @@
 #include <functional>
 #include <limits>
 
-#include "core/cpu_features.h"
+#include "backends/cpu/cpu_features.h"
 #include "spore/context.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
@@ -32,16 +32,7 @@ constexpr DType kNumeric[] = {DType::kInt8,    DType::kUInt8,    DType::kInt32, 
                               DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
 constexpr DType kFloats[] = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
 
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorCode code, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 // Flat index into an operand of shape `in` for output element `flat` of shape `out`
 // (NumPy broadcasting), written independently of Spore's iterator.

@@ -25,19 +25,7 @@ Tensor random_index(const Shape& shape, int64_t limit, DType t, uint32_t seed, s
   return make_tensor(v, shape, t);
 }
 
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorCode code, const std::string& op, const std::string& also = "") {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-    if (!also.empty()) {
-      EXPECT_NE(std::string(e.what()).find(also), std::string::npos) << e.what();
-    }
-  }
-}
+using test::expect_error;
 
 // ---- gather ---------------------------------------------------------------------------------
 TEST(IndexGather, EveryDTypeAxisAndIndexType) {

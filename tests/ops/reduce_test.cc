@@ -276,20 +276,7 @@ TEST(Reduce, MeanAndVarRefuseIntegers) {
   }
 }
 
-void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& op,
-                  const std::string& also = "") {
-  try {
-    fn();
-    ADD_FAILURE() << op << ": expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    std::string m = e.what();
-    EXPECT_NE(m.find(op), std::string::npos) << m;
-    if (!also.empty()) {
-      EXPECT_NE(m.find(also), std::string::npos) << m;
-    }
-  }
-}
+using test::expect_error;
 
 TEST(Reduce, BadAxes) {
   Tensor x = native_tensor(input_values(24, DType::kFloat32, 3), Shape{2, 3, 4}, DType::kFloat32);

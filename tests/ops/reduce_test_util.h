@@ -46,16 +46,7 @@ inline std::vector<double> native_values(const Tensor& t) {
 inline void expect_values(const Tensor& got, const std::vector<double>& ref, Tol tol,
                           const std::string& what) {
   ASSERT_EQ(got.numel(), (int64_t)ref.size()) << what;
-  std::vector<double> g = native_values(got);
-  int bad = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    bool ok = (std::isnan(ref[i]) && std::isnan(g[i])) || g[i] == ref[i] ||
-              std::abs(g[i] - ref[i]) <= tol.atol + tol.rtol * std::abs(ref[i]);
-    if (!ok && bad++ < 5)
-      ADD_FAILURE() << what << " element " << i << ": got " << g[i] << ", want " << ref[i]
-                    << " (dtype " << dtype_name(got.dtype()) << ")";
-  }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << ref.size() << " elements out of tolerance";
+  expect_near(native_values(got), ref, tol, got.dtype(), what);
 }
 
 // "[0, -1]": axis lists may be negative, which Shape::str cannot print.

@@ -40,16 +40,7 @@ std::vector<double> view_values(const std::vector<double>& base, int64_t offset,
   return out;
 }
 
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorCode code, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 // ---- reshape --------------------------------------------------------------------------------
 TEST(ShapeReshape, ContiguousIsAViewForEveryDType) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "conv_internal.h"
-#include "core/thread_pool.h"
+#include "thread_pool.h"
 
 namespace spore::cpu {
 

@@ -3,9 +3,8 @@
 // NOTE [oneDNN convolution]
 // * Same rules as NOTE [oneDNN matmul] (matmul_dnnl.cc): primitives are cached by everything
 //   that shapes them (pass, data type, every extent, stride, padding, dilation, groups and the
-//   thread count), refusals are cached too, scratchpads are per call (user mode) so a cached
-//   primitive can run on several threads, and the OpenMP thread count is set to
-//   spore::num_threads() before each call.
+//   thread count), refusals are cached too; engine, streams, scratchpads and the OpenMP thread
+//   count are NOTE [oneDNN runtime] (dnnl_runtime.h).
 // * Tensors stay in Spore's plain layouts (nchw, oihw / goihw for groups): no reorders, so the
 //   output lands directly in the op's output buffer. oneDNN picks its gemm-based implementation
 //   for these layouts; blocked layouts would be faster for large channel counts but cost two
@@ -14,8 +13,6 @@
 //   left padding (the output extent is PyTorch's floor formula, which oneDNN checks).
 // * Determinism: reproducible for a given thread count; between thread counts the gradient of
 //   the weights may be reduced in a different order (last-bit differences).
-#include <dlfcn.h>
-
 #include <array>
 #include <map>
 #include <memory>
@@ -25,6 +22,7 @@
 #include <vector>
 
 #include "conv_internal.h"
+#include "dnnl_runtime.h"
 #include "spore/context.h"
 
 namespace spore::cpu {
@@ -35,18 +33,7 @@ using dnnl::memory;
 using Dims = memory::dims;
 using Tag = memory::format_tag;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-void set_omp_threads(int n) {
-  using SetFn = void (*)(int);
-  using GetFn = int (*)();
-  static SetFn set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  static GetFn get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  if (set && get && get() != n) set(n);
-}
+using dnnl_rt::engine;  // NOTE [oneDNN runtime]
 
 struct Entry {
   dnnl::primitive prim;
@@ -130,12 +117,8 @@ bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void*
   const int threads = spore::num_threads();
   const Entry* e = primitive(pass, g, bf16, threads);
   if (!e) return false;
-  set_omp_threads(threads);
-  thread_local dnnl::stream stream(engine());
-  thread_local std::vector<unsigned char> scratch_buf;
-  auto mem = [](const memory::desc& d, const void* p) {
-    return memory(d, engine(), const_cast<void*>(p));
-  };
+  dnnl_rt::set_threads(threads);
+  const auto mem = &dnnl_rt::memory;
   std::unordered_map<int, memory> args;
   switch (pass) {
     case ConvPass::kForward:
@@ -154,14 +137,8 @@ bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void*
       args.emplace(DNNL_ARG_DIFF_WEIGHTS, mem(e->wei, out));
       break;
   }
-  const size_t sbytes = e->scratch.get_size();
-  if (sbytes) {
-    if (scratch_buf.size() < sbytes) scratch_buf.resize(sbytes);
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(e->scratch, engine(), scratch_buf.data()));
-  }
   try {
-    e->prim.execute(stream, args);
-    stream.wait();
+    dnnl_rt::execute(e->prim, e->scratch, args);
   } catch (const dnnl::error&) {
     return false;  // the caller's direct kernel overwrites the whole output
   }

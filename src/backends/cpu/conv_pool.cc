@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "conv_internal.h"
-#include "core/thread_pool.h"
+#include "thread_pool.h"
 #include "cpu_kernels.h"
 #include "spore/half.h"
 

@@ -15,17 +15,20 @@ class CpuBackend final : public Backend {
   const char* name() const override { return "cpu"; }
   int device_count() const override { return 1; }
   bool host_accessible() const override { return true; }
-  void* allocate(size_t bytes, int) override { return cpu::host_alloc(bytes); }
-  void deallocate(void* p, size_t bytes, int) override { cpu::host_free(p, bytes); }
+  void* allocate(size_t bytes, int) override { return host_alloc(bytes); }
+  void deallocate(void* p, size_t bytes, int) override { host_free(p, bytes); }
   void copy_to_host(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
   void copy_from_host(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
   void copy_on_device(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
 };
 }  // namespace
 
-void register_cpu_backend() { register_backend_at(kCpuBackend, std::make_unique<CpuBackend>()); }
+}  // namespace spore
 
-namespace cpu {
+namespace spore::cpu {
+namespace {
+void install_cpu_backend() { register_backend_at(kCpuBackend, std::make_unique<CpuBackend>()); }
+
 void register_cpu_kernels() {
   register_elementwise_kernels();
   register_reduce_kernels();
@@ -38,6 +41,13 @@ void register_cpu_kernels() {
   register_conv_kernels();
   register_optim_kernels();
 }
-}  // namespace cpu
 
-}  // namespace spore
+// NOTE [Backend registration]: the CPU backend adds itself to the core's list.
+const BackendRegistrar g_cpu_registrar(&install_cpu_backend, &register_cpu_kernels);
+}  // namespace
+
+}  // namespace spore::cpu
+
+// The linker anchor: spore_core's consumers link with --undefined=spore_cpu_backend_anchor, which
+// keeps this object (and through it every CPU kernel) in the link although nothing calls it.
+extern "C" void spore_cpu_backend_anchor() {}

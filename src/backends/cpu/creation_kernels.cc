@@ -3,7 +3,7 @@
 // defined for every value that reaches them.
 #include <cmath>
 
-#include "../../core/thread_pool.h"
+#include "thread_pool.h"
 #include "cpu_kernels.h"
 #include "creation_philox.h"
 #include "ops/creation_values.h"

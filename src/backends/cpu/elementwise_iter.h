@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/thread_pool.h"
+#include "thread_pool.h"
 #include "spore/shape.h"
 #include "spore/tensor.h"
 

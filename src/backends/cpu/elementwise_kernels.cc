@@ -1,7 +1,7 @@
 // CPU kernels of the elementwise family: one kernel function per kind of op, which picks the
 // inner loop for the op and dtype at the current SIMD level (NOTE [Elementwise loops]) and
 // drives it over the operands' layout (NOTE [Elementwise iteration]).
-#include "core/cpu_features.h"
+#include "cpu_features.h"
 #include "cpu_kernels.h"
 #include "elementwise_iter.h"
 #include "elementwise_loops.h"
@@ -90,20 +90,20 @@ void run_binary(ew::BinaryLoop fn, const Tensor& a, const Tensor& b, const Tenso
 
 void binary_kernel(const KernelCall& c) {
   const Tensor& a = c.inputs[0];
-  ew::BinaryLoop fn = loops().binary[(int)c.def.id - ew::kFirstBinary][(int)a.dtype()];
+  ew::BinaryLoop fn = loops().binary[(int)c.def.id][(int)a.dtype()];
   run_binary(fn, a, c.inputs[1], c.outputs[0]);
 }
 
 // logical_and / logical_or: inputs of any dtypes, read as truth values.
 void logical_kernel(const KernelCall& c) {
-  ew::BinaryLoop fn = loops().binary[(int)c.def.id - ew::kFirstBinary][(int)DType::kBool];
+  ew::BinaryLoop fn = loops().binary[(int)c.def.id][(int)DType::kBool];
   run_binary(fn, as_bool(c.inputs[0]), as_bool(c.inputs[1]), c.outputs[0]);
 }
 
 void unary_kernel(const KernelCall& c) {
   const Tensor& x = c.inputs[0];
   const Tensor& out = c.outputs[0];
-  ew::UnaryLoop fn = loops().unary[(int)c.def.id - ew::kFirstUnary][(int)x.dtype()];
+  ew::UnaryLoop fn = loops().unary[(int)c.def.id][(int)x.dtype()];
   const int64_t n = out.numel();
   int64_t sx;
   if (flat_operand(x, n, sx)) {
@@ -138,15 +138,15 @@ void cast_kernel(const KernelCall& c) { cast_into(c.inputs[0], c.outputs[0]); }
 
 void register_elementwise_kernels() {
   const ew::LoopTable& t = loops();
-  for (int op = 0; op < ew::kNumBinary; ++op) {
-    OpId id = (OpId)(ew::kFirstBinary + op);
-    bool logical = id == OpId::k_logical_and || id == OpId::k_logical_or;
-    for (DType d : kAllDTypes)
+  // Every op with a loop in some dtype gets the kernel for its kind (NOTE [Loops keyed by op]).
+  for (int op = 0; op < kNumOps; ++op) {
+    const OpId id = (OpId)op;
+    const bool logical = id == OpId::k_logical_and || id == OpId::k_logical_or;
+    for (DType d : kAllDTypes) {
       if (t.binary[op][(int)d]) register_kernel(id, kCpuBackend, d, logical ? &logical_kernel : &binary_kernel);
+      if (t.unary[op][(int)d]) register_kernel(id, kCpuBackend, d, &unary_kernel);
+    }
   }
-  for (int op = 0; op < ew::kNumUnary; ++op)
-    for (DType d : kAllDTypes)
-      if (t.unary[op][(int)d]) register_kernel((OpId)(ew::kFirstUnary + op), kCpuBackend, d, &unary_kernel);
   for (DType d : kAllDTypes) {
     register_kernel(OpId::k_where, kCpuBackend, d, &where_kernel);
     register_kernel(OpId::k_cast, kCpuBackend, d, &cast_kernel);

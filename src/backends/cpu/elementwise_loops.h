@@ -17,12 +17,6 @@
 
 namespace spore::cpu::ew {
 
-// Binary ops in OpId order from k_add; unary ops in OpId order from k_neg.
-inline constexpr int kFirstBinary = (int)OpId::k_add;
-inline constexpr int kNumBinary = (int)OpId::k_logical_or - kFirstBinary + 1;
-inline constexpr int kFirstUnary = (int)OpId::k_neg;
-inline constexpr int kNumUnary = (int)OpId::k_logical_not - kFirstUnary + 1;
-
 using BinaryLoop = void (*)(const void* a, int64_t sa, const void* b, int64_t sb, void* out,
                             int64_t n);
 using UnaryLoop = void (*)(const void* x, int64_t sx, void* out, int64_t n);
@@ -31,11 +25,14 @@ using WhereLoop = void (*)(const void* cond, int64_t sc, const void* x, int64_t 
                            int64_t sy, void* out, int64_t n);
 using CastLoop = void (*)(const void* x, int64_t sx, void* out, int64_t so, int64_t n);
 
-// Loops indexed by op and the dtype they compute in (the input dtype; cast: [from][to]).
-// nullptr: the op does not run in that dtype.
+// Loops indexed by the OpId itself and the dtype they compute in (the input dtype; cast:
+// [from][to]). nullptr: the op does not run in that dtype, or is not a binary (unary) op.
+// NOTE [Loops keyed by op]: the rows are indexed by OpId, not by an offset from the first binary
+// op, so the order of op_list.h is no contract of the CPU backend; a row per op costs a few KiB
+// per SIMD level and the look-up is the same single indexed load.
 struct LoopTable {
-  BinaryLoop binary[kNumBinary][kNumDTypes] = {};
-  UnaryLoop unary[kNumUnary][kNumDTypes] = {};
+  BinaryLoop binary[kNumOps][kNumDTypes] = {};
+  UnaryLoop unary[kNumOps][kNumDTypes] = {};
   WhereLoop where[kNumDTypes] = {};
   CastLoop cast[kNumDTypes][kNumDTypes] = {};
 };

@@ -1,5 +1,5 @@
 // The direct matmul kernels, generic build, and the choice of SIMD level (matmul_direct.inc).
-#include "../../core/cpu_features.h"
+#include "cpu_features.h"
 
 #define MATMUL_DIRECT_ENTRY matmul_direct_generic
 #include "matmul_direct.inc"

@@ -7,20 +7,14 @@
 // * Strides go into the memory descriptors, so transposed and sliced views run in place as long
 //   as each matrix has one unit stride (row- or column-major with a leading dimension); other
 //   layouts make the caller pack the operand first.
-// * oneDNN parallelises with OpenMP, whose thread count is a per-thread setting: before each
-//   call we set it to spore::num_threads() on the calling thread. The OpenMP entry points are
-//   looked up at run time in the libgomp that libdnnl already loaded, so Spore needs no OpenMP
-//   flags of its own.
+// * Engine, per-thread streams, OpenMP thread count and user scratchpads: NOTE [oneDNN runtime]
+//   (dnnl_runtime.h), shared with the convolutions.
 // * Determinism: for a given thread count the result is reproducible run to run; between
 //   thread counts oneDNN may split the reduction differently (float reassociation, last-bit
 //   differences). The direct kernels (matmul_direct.cc) are thread-count independent.
 // * bfloat16 runs natively (bf16 inputs, float32 accumulation, one rounding to bf16) only where
 //   the CPU has AVX512_BF16; elsewhere oneDNN would emulate it more slowly than the float32 path
 //   the caller then takes (convert, multiply in float32, round once: the same result).
-// * scratchpad_mode::user: each call passes its own scratch memory, so one cached primitive can
-//   run on several threads at once.
-#include <dlfcn.h>
-
 #include <array>
 #include <map>
 #include <memory>
@@ -29,8 +23,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/cpu_features.h"
+#include "cpu_features.h"
 #include "matmul_geometry.h"
+#include "dnnl_runtime.h"
 #include "spore/context.h"
 
 namespace spore::cpu {
@@ -40,18 +35,7 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-void set_omp_threads(int n) {
-  using SetFn = void (*)(int);
-  using GetFn = int (*)();
-  static SetFn set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  static GetFn get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  if (set && get && get() != n) set(n);
-}
+using dnnl_rt::engine;  // NOTE [oneDNN runtime]
 
 // One matrix of an oneDNN problem: rows x cols with strides, plus an optional leading batch axis.
 struct Mat {
@@ -108,19 +92,11 @@ std::shared_ptr<const Entry> primitive(const Mat& a, const Mat& b, const Mat& c,
 }
 
 void execute(const Entry& e, const void* a, const void* b, void* c) {
-  thread_local dnnl::stream stream(engine());
-  thread_local std::vector<unsigned char> scratch_buf;
   std::unordered_map<int, memory> args;
-  args.emplace(DNNL_ARG_SRC, memory(e.a, engine(), const_cast<void*>(a)));
-  args.emplace(DNNL_ARG_WEIGHTS, memory(e.b, engine(), const_cast<void*>(b)));
-  args.emplace(DNNL_ARG_DST, memory(e.c, engine(), c));
-  const size_t sbytes = e.scratch.get_size();
-  if (sbytes) {
-    if (scratch_buf.size() < sbytes) scratch_buf.resize(sbytes);
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratch, engine(), scratch_buf.data()));
-  }
-  e.prim.execute(stream, args);
-  stream.wait();
+  args.emplace(DNNL_ARG_SRC, dnnl_rt::memory(e.a, a));
+  args.emplace(DNNL_ARG_WEIGHTS, dnnl_rt::memory(e.b, b));
+  args.emplace(DNNL_ARG_DST, dnnl_rt::memory(e.c, c));
+  dnnl_rt::execute(e.prim, e.scratch, args);
 }
 
 }  // namespace
@@ -136,7 +112,7 @@ bool matmul_dnnl(const MatmulGeometry& g) {
     return false;
   }
   const int threads = spore::num_threads();
-  set_omp_threads(threads);
+  dnnl_rt::set_threads(threads);
   const size_t item = dtype_size(g.dtype);
   // Element offsets below are scaled by the element size through these byte pointers.
   const char* A = static_cast<const char*>(g.a.data);

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../../core/thread_pool.h"
+#include "thread_pool.h"
 #include "cpu_kernels.h"
 #include "matmul_geometry.h"
 

@@ -1,5 +1,5 @@
 // Registers the optimizer update kernels (optim_kernels.inc) built for the CPU's SIMD level.
-#include "../../core/cpu_features.h"
+#include "cpu_features.h"
 #include "cpu_kernels.h"
 
 namespace spore::cpu {

@@ -23,7 +23,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../../core/thread_pool.h"
+#include "thread_pool.h"
 #include "spore/tensor.h"
 
 namespace spore::cpu {

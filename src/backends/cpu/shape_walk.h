@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "../../core/thread_pool.h"
+#include "thread_pool.h"
 #include "spore/shape.h"
 
 namespace spore::cpu {

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "spore/error.h"
-#include "spore/io.h"
+#include "spore/format.h"
 #include "spore/train.h"
 
 namespace spore::train {

@@ -11,8 +11,7 @@ namespace spore::cpu {
 // serially on the calling thread. Exceptions thrown by fn are rethrown on the caller.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
-// Number of threads parallel_for uses (context's num_threads, 0 = core count).
+// Number of threads parallel_for uses: the calling thread's context().num_threads, 0 = core count.
 int pool_threads();
-void set_pool_threads(int n);
 
 }  // namespace spore::cpu

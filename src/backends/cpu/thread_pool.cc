@@ -8,6 +8,8 @@
 // Nested regions run serially on the calling thread (a kernel called inside a parallel_for).
 #include "thread_pool.h"
 
+#include "spore/context.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -21,26 +23,22 @@ namespace spore::cpu {
 namespace {
 
 int hardware_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : (int)n;
+  static const int n = [] {
+    unsigned c = std::thread::hardware_concurrency();
+    return c == 0 ? 1 : (int)c;
+  }();
+  return n;
 }
 
-std::atomic<int> g_threads{0};  // 0 until first use: then the core count
 thread_local bool t_in_parallel = false;
 
 }  // namespace
 
+// The count is the calling thread's setting (NOTE [Context scopes]): a server thread that scopes
+// num_threads = 1 runs its kernels serially while another thread uses every core.
 int pool_threads() {
-  int n = g_threads.load(std::memory_order_relaxed);
-  if (n == 0) {
-    n = hardware_threads();
-    g_threads.store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
-
-void set_pool_threads(int n) {
-  g_threads.store(n < 1 ? hardware_threads() : n, std::memory_order_relaxed);
+  const int n = context().num_threads;
+  return n > 0 ? n : hardware_threads();
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

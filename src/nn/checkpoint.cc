@@ -1,5 +1,5 @@
 // Checkpoints over safetensors: save_checkpoint, load_checkpoint and load_param_into_net
-// (NOTE [Checkpoint format] and NOTE [Loading parameters] in include/spore/io.h).
+// (NOTE [Checkpoint format] and NOTE [Loading parameters] in include/spore/checkpoint.h).
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -8,7 +8,7 @@
 
 #include "io/posix_file.h"
 #include "spore/error.h"
-#include "spore/io.h"
+#include "spore/checkpoint.h"
 
 namespace spore {
 namespace {
