@@ -1,9 +1,7 @@
 // NOTE [Backend registration]: backends join through the core's hook list, the CPU included.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
-#include "core/allocator.h"
+#include "core/host_backend.h"
 #include "spore/backend.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
@@ -19,18 +17,6 @@ TEST(BackendRegistration, CpuRegisteredItselfWithKernels) {
   EXPECT_NE(op_def(OpId::k_matmul).kernel(kCpuBackend, DType::kFloat32), nullptr);
 }
 
-class HostBackend final : public Backend {
- public:
-  const char* name() const override { return "late_host"; }
-  int device_count() const override { return 1; }
-  bool host_accessible() const override { return true; }
-  void* allocate(size_t bytes, int) override { return host_alloc(bytes); }
-  void deallocate(void* p, size_t bytes, int) override { host_free(p, bytes); }
-  void copy_to_host(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
-  void copy_from_host(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
-  void copy_on_device(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
-};
-
 int g_late_id = -1;
 
 TEST(BackendRegistration, LateRegistrarRunsItsHooksAtOnce) {
@@ -39,7 +25,7 @@ TEST(BackendRegistration, LateRegistrarRunsItsHooksAtOnce) {
   (void)op_def(OpId::k_add);
   ASSERT_EQ(find_backend("late_host"), -1);
   BackendRegistrar late(
-      [] { g_late_id = register_backend(std::make_unique<HostBackend>()); },
+      [] { g_late_id = register_backend(std::make_unique<test::HostBackend>("late_host")); },
       [] {
         for (OpId op : {OpId::k_add, OpId::k_copy, OpId::k_cast})
           register_kernel(op, g_late_id, DType::kFloat32, op_def(op).kernel(kCpuBackend, DType::kFloat32));

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <thread>
 
-#include "core/allocator.h"
+#include "core/host_backend.h"
 #include "spore/backend.h"
 #include "spore/context.h"
 #include "spore/op_registry.h"
@@ -18,21 +18,9 @@
 namespace spore {
 namespace {
 
-class LowPrecisionBackend final : public Backend {
- public:
-  const char* name() const override { return "lowp"; }
-  int device_count() const override { return 1; }
-  bool host_accessible() const override { return true; }
-  void* allocate(size_t bytes, int) override { return host_alloc(bytes); }
-  void deallocate(void* p, size_t bytes, int) override { host_free(p, bytes); }
-  void copy_to_host(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
-  void copy_from_host(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
-  void copy_on_device(void* d, const void* s, size_t n, int) override { std::memcpy(d, s, n); }
-};
-
 Device lowp() {
   static int id = [] {
-    int b = register_backend(std::make_unique<LowPrecisionBackend>());
+    int b = register_backend(std::make_unique<test::HostBackend>("lowp"));
     for (OpId op : {OpId::k_add, OpId::k_matmul})
       for (DType t : {DType::kFloat16, DType::kBFloat16})
         register_kernel(op, b, t, op_def(op).kernel(kCpuBackend, t));
