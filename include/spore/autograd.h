@@ -1,8 +1,9 @@
 // Reverse-mode automatic differentiation (NOTE [Autodiff]).
 //
 // NOTE [Autodiff]
-// A function of tensors runs eagerly while a Tape (a DispatchObserver) records every op whose
-// inputs depend on the differentiated tensors (the sources). Backward walks the records in
+// A function of tensors runs eagerly while a Tape (a gradient-recording DispatchObserver) records,
+// as Nodes (include/spore/node.h), every op whose inputs depend on the differentiated tensors
+// (the sources). Backward walks the nodes in
 // reverse, calling each op's backward rule from the registry (OpDef::backward, written with ops,
 // next to the op's definition) and summing gradients per tensor. Because rules are ops, the
 // backward pass is itself recorded by an enclosing tape: gradients of gradients work, and graph
@@ -58,14 +59,17 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> grad(TensorFn fn, GradPo
                                                               std::vector<Parameter> weights = {});
 
 
-// Runs fn with no tape recording (inference, optimizer updates).
+// No gradient recording in its scope (inference, optimizer updates) by the tapes already open;
+// other observers (a graph tracer) still see every op (NOTE [Dispatch observers]).
 class NoGradGuard {
  public:
   NoGradGuard();
   ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
 
  private:
-  void* saved_;
+  int token_;
 };
 
 }  // namespace spore

@@ -31,7 +31,9 @@
   /* creation */                                                                                \
   X(fill) X(arange) X(random_uniform) X(random_normal)                                          \
   /* optimizer updates: in place on their inputs, no outputs */                                 \
-  X(sgd_update) X(adam_update)
+  X(sgd_update) X(adam_update)                                                                  \
+  /* in-place write: input 0 = input 1 (Tensor::copy_) */                                       \
+  X(assign)
 // clang-format on
 
 namespace spore {
@@ -48,8 +50,9 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // The IR records which op set a graph was written with. Adding, removing or changing the meaning
 // of an op changes the op set, so its version must change with it: the static_assert below fails
 // when the list changes and reminds whoever changed it to bump kOpSetVersion and the count.
-// Version 2 added slice_scatter and scatter_add (the gradients of slice and gather).
-inline constexpr int kOpSetVersion = 2;
-static_assert(kNumOps == 70, "the op list changed: bump kOpSetVersion and update this count");
+// Version 2 added slice_scatter and scatter_add (the gradients of slice and gather); version 3
+// added assign (Tensor::copy_ as an op that declares it writes its first input).
+inline constexpr int kOpSetVersion = 3;
+static_assert(kNumOps == 71, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

@@ -3,9 +3,10 @@
 // NOTE [Op registry]
 // Each op has one OpDef: its name, arity, attribute schema, which inputs join type promotion,
 // an inference function (output shapes and dtypes, and the dtype the kernel computes in), an
-// optional view function (ops whose outputs alias their input), an optional backward rule
-// (filled by the autograd issue, written with other ops), and a kernel table indexed by
-// [backend][compute dtype]. Eager dispatch, the capability matrix, and later autograd, graph
+// optional view function (ops whose outputs alias their input), its backward rule (written with
+// other ops) or the declaration that it has none, the inputs it writes in place, a kernel table
+// indexed by [backend][compute dtype] and optional per-backend kernel selectors (NOTE [Kernel
+// selection] in docs/design.md). Eager dispatch, the capability matrix, autograd, and later graph
 // tracing and IR serialisation all read this table; none keeps a list of its own.
 #pragma once
 #include <array>
@@ -128,6 +129,18 @@ struct BackwardArgs {
 };
 using BackwardFn = std::vector<Tensor> (*)(const BackwardArgs& args);
 
+// NOTE [Kernel selection]: a backend may give an op a selector that sees the whole call (every
+// input's dtype and shape, the attributes, the inference) and returns a kernel that takes the
+// inputs as they are (no promotion casts), or nullptr to decline; the table
+// kernels[backend][compute dtype] stays the fast path for everything a selector declines.
+struct KernelQuery {
+  const OpDef& def;
+  std::span<const Tensor> inputs;
+  const Attrs& attrs;
+  const Inference& inference;
+};
+using KernelSelector = KernelFn (*)(const KernelQuery& query);
+
 struct OpDef {
   OpId id = OpId::kCount;
   const char* name = "";
@@ -137,10 +150,17 @@ struct OpDef {
   InferFn infer = nullptr;
   ViewFn view = nullptr;
   BackwardFn backward = nullptr;
-  // Set for ops whose output dtype is the compute dtype (precision fallback casts back).
+  // NOTE [Declared effects]: whether gradients flow through the op (then it must have a backward
+  // rule; ops with none say so here, e.g. comparisons, creation, the *_grad ops, updates), and
+  // which inputs it writes in place (bit i: input i), so that observers, a tracer and a dead-code
+  // pass know an op with no outputs still matters. The registry test holds both to the truth.
+  bool differentiable = true;
+  uint32_t writes_mask = 0;
   std::array<std::array<KernelFn, kNumDTypes>, kMaxBackends> kernels{};
+  std::array<KernelSelector, kMaxBackends> selectors{};
 
   KernelFn kernel(int backend, DType dtype) const { return kernels[backend][(int)dtype]; }
+  bool writes(int input) const { return input < 32 && ((writes_mask >> input) & 1u) != 0; }
   // Compute dtypes that `backend` has a kernel for (empty for view ops, which need none).
   std::vector<DType> supported_dtypes(int backend) const;
 };
@@ -151,6 +171,8 @@ const OpDef* find_op(std::string_view name);  // nullptr when unknown
 std::span<const OpDef> all_ops();
 // Backends register kernels here (NOTE [Backends]).
 void register_kernel(OpId id, int backend, DType dtype, KernelFn fn);
+// Backends that need more than the compute dtype to choose a kernel (NOTE [Kernel selection]).
+void register_kernel_selector(OpId id, int backend, KernelSelector fn);
 
 // ---- dispatch -------------------------------------------------------------------------------
 // Small inline list of outputs.
@@ -177,15 +199,49 @@ inline Tensor dispatch1(OpId id, std::initializer_list<Tensor> inputs, const Att
   return dispatch1(id, std::span<const Tensor>(inputs.begin(), inputs.size()), attrs);
 }
 
-// Observers see every dispatched op with its inputs and outputs: the hook autograd's tape and
-// graph tracing attach to. At most one per thread; nullptr detaches.
+// NOTE [Dispatch observers]
+// Observers see every dispatched op with its inputs, attributes and outputs: the hook autograd's
+// tape and graph tracing attach to. Each thread has a stack of them; every op goes to each, the
+// outermost first. An observer that records gradients (the tape) says so when it is built, and
+// NoGradGuard hides ops from the gradient recorders pushed before it only: a tracer still sees
+// every op (an optimizer's update under no-grad inside a traced training step), and a tape opened
+// inside the guard still records. With no observer, dispatch pays one thread_local load.
 class DispatchObserver {
  public:
+  explicit DispatchObserver(bool records_gradients = false) : records_gradients_(records_gradients) {}
   virtual ~DispatchObserver() = default;
   virtual void on_op(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
                      std::span<const Tensor> outputs) = 0;
+  bool records_gradients() const { return records_gradients_; }
+
+ private:
+  bool records_gradients_;
 };
-DispatchObserver* set_dispatch_observer(DispatchObserver* observer);  // returns the previous one
+// At most kMaxDispatchObservers per thread (pushing one more is a kValue error). pop removes the
+// given observer, normally the innermost; popping one that is not pushed does nothing.
+inline constexpr int kMaxDispatchObservers = 16;
+void push_dispatch_observer(DispatchObserver* observer);
+void pop_dispatch_observer(DispatchObserver* observer) noexcept;
+int num_dispatch_observers();  // on this thread
+
+// Pushes an observer for the guard's scope.
+class DispatchObserverGuard {
+ public:
+  explicit DispatchObserverGuard(DispatchObserver* observer) : observer_(observer) {
+    push_dispatch_observer(observer);
+  }
+  ~DispatchObserverGuard() { pop_dispatch_observer(observer_); }
+  DispatchObserverGuard(const DispatchObserverGuard&) = delete;
+  DispatchObserverGuard& operator=(const DispatchObserverGuard&) = delete;
+
+ private:
+  DispatchObserver* observer_;
+};
+
+// NoGradGuard's mechanism: the gradient recorders now on this thread's stack see no ops until
+// the returned token is given back (tokens nest, last in first out).
+int pause_gradient_recording();
+void resume_gradient_recording(int token) noexcept;
 
 // Error helper for inference functions: throws kShape/kDType/... prefixed with the op's name.
 [[noreturn]] void op_error(const OpDef& def, ErrorCode code, const std::string& what);

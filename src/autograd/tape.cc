@@ -4,7 +4,7 @@
 
 #include "autograd/ptr_map.h"
 #include "spore/autograd.h"
-#include "spore/op_registry.h"
+#include "spore/node.h"
 #include "spore/ops.h"
 
 namespace spore {
@@ -13,28 +13,17 @@ namespace {
 
 using autograd_detail::PtrMap;
 
-// One recorded op. Its tensors live in the tape's flat list (no allocation per record):
-// inputs at [first, first + num_inputs), outputs right after.
-struct Record {
-  const OpDef* def;
-  Attrs attrs;
-  size_t first;
-  uint32_t num_inputs, num_outputs;
-};
-
 // The containers of one tape. A training loop runs the same small graph thousands of times, so
 // they are kept per thread and reused (cleared, capacity kept) instead of being reallocated for
 // every step; nested tapes (gradients of gradients) each take their own.
 struct TapeBuffers {
   PtrMap<char> tracked;  // a set: the value is unused
-  std::vector<Record> records;
-  std::vector<Tensor> tensors;
+  NodeList nodes;        // the recorded ops (include/spore/node.h), over one flat list of values
   PtrMap<Tensor> grads;
   std::vector<Tensor> gouts;
   void clear() {
     tracked.clear();
-    records.clear();
-    tensors.clear();
+    nodes.clear();
     grads.clear();
     gouts.clear();
   }
@@ -59,30 +48,30 @@ class BufferPool {
 };
 thread_local BufferPool t_buffer_pool;
 
-// Records ops that depend on the sources; forwards every op to the enclosing observer so that
-// nested tapes (gradients of gradients) and graph tracing see them too.
+// Records, as Nodes, the ops that depend on the sources. It is a gradient recorder on the
+// thread's observer stack (NOTE [Dispatch observers]): enclosing tapes (gradients of gradients)
+// and a tracer sit on the same stack and see every op themselves.
 class Tape final : public DispatchObserver {
  public:
   explicit Tape(const std::vector<Tensor>& sources)
-      : buffers_(t_buffer_pool.take()),
+      : DispatchObserver(/*records_gradients=*/true),
+        buffers_(t_buffer_pool.take()),
         tracked_(buffers_->tracked),
-        records_(buffers_->records),
-        tensors_(buffers_->tensors) {
+        nodes_(buffers_->nodes) {
     for (const Tensor& s : sources) tracked_.get(s.impl()) = 1;
-    outer_ = set_dispatch_observer(this);
+    push_dispatch_observer(this);
   }
   ~Tape() override {
     detach();
     t_buffer_pool.give_back(std::move(buffers_));
   }
   void detach() {
-    if (attached_) set_dispatch_observer(outer_);
+    if (attached_) pop_dispatch_observer(this);
     attached_ = false;
   }
 
   void on_op(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
              std::span<const Tensor> outputs) override {
-    if (outer_) outer_->on_op(def, inputs, attrs, outputs);
     bool depends = std::any_of(inputs.begin(), inputs.end(),
                                [&](const Tensor& t) { return tracked_.contains(t.impl()); });
     if (!depends) return;
@@ -94,26 +83,17 @@ class Tape final : public DispatchObserver {
       }
     }
     if (!any_float) return;
-    records_.push_back({&def, attrs, tensors_.size(), (uint32_t)inputs.size(), (uint32_t)outputs.size()});
-    tensors_.insert(tensors_.end(), inputs.begin(), inputs.end());
-    tensors_.insert(tensors_.end(), outputs.begin(), outputs.end());
+    nodes_.record(def, inputs, attrs, outputs);
   }
 
   bool tracked(const Tensor& t) const { return tracked_.contains(t.impl()); }
-  const std::vector<Record>& records() const { return records_; }
-  std::span<const Tensor> inputs(const Record& r) const { return {tensors_.data() + r.first, r.num_inputs}; }
-  std::span<const Tensor> outputs(const Record& r) const {
-    return {tensors_.data() + r.first + r.num_inputs, r.num_outputs};
-  }
-  DispatchObserver* outer() const { return outer_; }
+  const NodeList& nodes() const { return nodes_; }
   TapeBuffers& buffers() const { return *buffers_; }
 
  private:
   std::unique_ptr<TapeBuffers> buffers_;
   PtrMap<char>& tracked_;
-  std::vector<Record>& records_;
-  std::vector<Tensor>& tensors_;
-  DispatchObserver* outer_ = nullptr;
+  NodeList& nodes_;
   bool attached_ = true;
 };
 
@@ -130,11 +110,12 @@ void accumulate(PtrMap<Tensor>& grads, const Tensor& x, Tensor g) {
 const PtrMap<Tensor>& backward(const Tape& tape, const Tensor& output, const Tensor& seed) {
   PtrMap<Tensor>& grads = tape.buffers().grads;
   grads.get(output.impl()) = seed;
-  const auto& recs = tape.records();
+  const NodeList& list = tape.nodes();
+  const std::span<const Node> nodes = list.nodes();
   std::vector<Tensor>& gouts = tape.buffers().gouts;
-  for (auto it = recs.rbegin(); it != recs.rend(); ++it) {
-    const Record& r = *it;
-    const std::span<const Tensor> ins = tape.inputs(r), outs = tape.outputs(r);
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node& r = *it;
+    const std::span<const Tensor> ins = list.inputs(r), outs = list.outputs(r);
     gouts.assign(outs.size(), Tensor());
     bool any = false;
     for (size_t o = 0; o < outs.size(); ++o) {
@@ -205,8 +186,8 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
     if (!weights.empty()) {
       // Stops at the first weight some recorded op reads (usually the first one checked).
       bool any_used = std::any_of(weight_values.begin(), weight_values.end(), [&](const Tensor& w) {
-        for (const auto& r : tape.records())
-          for (const Tensor& in : tape.inputs(r))
+        for (const Node& r : tape.nodes().nodes())
+          for (const Tensor& in : tape.nodes().inputs(r))
             if (in.impl() == w.impl()) return true;
         return false;
       });
@@ -247,7 +228,7 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> grad(TensorFn fn, GradPo
   return value_and_grad(std::move(fn), std::move(pos), std::move(weights));
 }
 
-NoGradGuard::NoGradGuard() : saved_(set_dispatch_observer(nullptr)) {}
-NoGradGuard::~NoGradGuard() { set_dispatch_observer(static_cast<DispatchObserver*>(saved_)); }
+NoGradGuard::NoGradGuard() : token_(pause_gradient_recording()) {}
+NoGradGuard::~NoGradGuard() { resume_gradient_recording(token_); }
 
 }  // namespace spore

@@ -6,8 +6,7 @@
 #include "allocator.h"
 #include "spore/backend.h"
 #include "spore/context.h"
-#include "spore/op_registry.h"
-#include "spore/ops.h"
+#include "tensor_ops_hooks.h"
 
 namespace spore {
 
@@ -23,6 +22,24 @@ void* Storage::operator new(size_t size) { return cpu::host_alloc(size); }
 void Storage::operator delete(void* p, size_t size) { cpu::host_free(p, size); }
 void* TensorImpl::operator new(size_t size) { return cpu::host_alloc(size); }
 void TensorImpl::operator delete(void* p, size_t size) { cpu::host_free(p, size); }
+
+// ---- hooks into the op layer (NOTE [Core hooks]) ----------------------------------------------
+namespace {
+constinit TensorOpHooks g_hooks{};
+
+[[noreturn]] void no_op_layer(const char* what) {
+  throw Error(ErrorCode::kInternal, std::string("Tensor::") + what +
+                                        " needs the op layer, which is not linked or not yet "
+                                        "initialised; link spore_core's ops (any op call does)");
+}
+const TensorOpHooks& hooks_for(const char* what, bool ok) {
+  if (!ok) no_op_layer(what);
+  return g_hooks;
+}
+}  // namespace
+
+void set_tensor_op_hooks(const TensorOpHooks& hooks) { g_hooks = hooks; }
+const TensorOpHooks& tensor_op_hooks() { return g_hooks; }
 
 // ---- Tensor ---------------------------------------------------------------------------------
 namespace {
@@ -86,7 +103,7 @@ Tensor Tensor::view_of(Storage* storage, int64_t offset, const Shape& shape, con
 Tensor Tensor::from_host(const void* data, DType src, const Shape& shape, DType dst, Device device) {
   Tensor host = empty(shape, src, Device::cpu());
   if (host.nbytes()) std::memcpy(host.data_ptr(), data, host.nbytes());
-  Tensor t = src == dst ? host : cast(host, dst);
+  Tensor t = src == dst ? host : hooks_for("from_host", g_hooks.cast).cast(host, dst);
   return device == Device::cpu() ? t : t.to(device);
 }
 
@@ -106,7 +123,7 @@ void* Tensor::data_ptr() const {
 void Tensor::to_host(void* dst, DType dst_dtype) const {
   Tensor t = *this;
   if (t.device() != Device::cpu()) t = t.to(Device::cpu());
-  if (t.dtype() != dst_dtype) t = cast(t, dst_dtype);
+  if (t.dtype() != dst_dtype) t = hooks_for("to_host", g_hooks.cast).cast(t, dst_dtype);
   t = t.contiguous();
   if (t.nbytes()) std::memcpy(dst, t.data_ptr(), t.nbytes());
 }
@@ -119,12 +136,12 @@ std::vector<uint8_t> Tensor::to_bytes() const {
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  return dispatch1(OpId::k_copy, {*this});
+  return hooks_for("contiguous", g_hooks.copy).copy(*this);
 }
 
-Tensor Tensor::clone() const { return dispatch1(OpId::k_copy, {*this}); }
+Tensor Tensor::clone() const { return hooks_for("clone", g_hooks.copy).copy(*this); }
 
-Tensor Tensor::to(DType dtype) const { return cast(*this, dtype); }
+Tensor Tensor::to(DType dtype) const { return hooks_for("to", g_hooks.cast).cast(*this, dtype); }
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
@@ -145,24 +162,8 @@ Tensor Tensor::to(Device device) const {
   return out;
 }
 
-void Tensor::copy_(const Tensor& src) const {
-  Tensor value = src;
-  if (value.device() != device()) value = value.to(device());
-  if (value.dtype() != dtype()) value = cast(value, dtype());
-  if (value.shape() != shape()) value = expand(value, shape().to_vector());
-  // The copy kernel writes a contiguous output; route it into this (possibly strided) view.
-  Tensor out = *this;
-  TensorList outs;
-  outs.resize(1);
-  outs[0] = out;
-  const OpDef& def = op_def(OpId::k_copy);
-  KernelFn fn = def.kernel(device().backend, dtype());
-  if (!fn)
-    throw Error(ErrorCode::kDType, std::string("copy_: device ") + device().str() +
-                                       " has no copy kernel for " + dtype_name(dtype()));
-  Tensor in[1] = {value};
-  Attrs none;
-  fn(KernelCall{def, in, outs.span(), none});
-}
+// Goes through dispatch (the `assign` op, which declares that it writes its first input), so
+// observers see every in-place write (NOTE [Declared effects]).
+void Tensor::copy_(const Tensor& src) const { hooks_for("copy_", g_hooks.assign).assign(*this, src); }
 
 }  // namespace spore

@@ -303,11 +303,15 @@ void define_conv_ops(OpTable& table) {
                      {{"input_shape", AttrKind::kInts}, stride, padding, dilation, groups});
   gi.promote_mask = 0b11;
   gi.infer = &infer_conv2d_grad_input;
+  // The *_grad ops are backward passes; their own gradients (second order through convolution
+  // and pooling) are not written yet, which the declaration says instead of a missing rule.
+  gi.differentiable = false;
 
   OpDef& gw = define(table, OpId::k_conv2d_grad_weight, 2,
                      {{"weight_shape", AttrKind::kInts}, stride, padding, dilation, groups});
   gw.promote_mask = 0b11;
   gw.infer = &infer_conv2d_grad_weight;
+  gw.differentiable = false;
 
   const std::vector<AttrSpec> pool_attrs{
       {"kernel", AttrKind::kInts}, stride, padding, {"ceil_mode", AttrKind::kBool}};
@@ -321,6 +325,7 @@ void define_conv_ops(OpTable& table) {
     OpDef& d = define(table, id, 2, pool_attrs);
     d.promote_mask = 0b11;
     d.infer = &infer_pool_grad;
+    d.differentiable = false;
   }
 
   OpDef& ad = define(table, OpId::k_adaptive_avg_pool2d, 1, {{"output_size", AttrKind::kInts}});
@@ -331,6 +336,7 @@ void define_conv_ops(OpTable& table) {
   OpDef& adg = define(table, OpId::k_adaptive_avg_pool2d_grad, 2);
   adg.promote_mask = 0b11;
   adg.infer = &infer_adaptive_grad;
+  adg.differentiable = false;
 }
 
 }  // namespace spore::ops

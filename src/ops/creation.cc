@@ -145,6 +145,8 @@ void define_creation_ops(OpTable& table) {
                          {{"shape", AttrKind::kInts}, {"seed", AttrKind::kInt}, {"mean", AttrKind::kFloat},
                           {"stddev", AttrKind::kFloat}, {"dtype", AttrKind::kDType}});
   normal.infer = infer_random_normal;
+  // No inputs, so nothing to differentiate.
+  for (OpDef* d : {&fill, &arange, &uniform, &normal}) d->differentiable = false;
 }
 
 }  // namespace spore::ops

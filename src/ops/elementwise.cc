@@ -269,75 +269,101 @@ Grads copy_backward(const BackwardArgs& b) {
   return {grad_if(b, 0, [&] { return b.grad_outputs[0]; })};
 }
 
-void set_backward_rules(OpTable& table) {
-  auto set = [&](OpId id, BackwardFn fn) { table[(size_t)id].backward = fn; };
-  set(OpId::k_add, &add_backward);
-  set(OpId::k_sub, &sub_backward);
-  set(OpId::k_mul, &mul_backward);
-  set(OpId::k_div, &div_backward);
-  set(OpId::k_pow, &pow_backward);
-  set(OpId::k_maximum, &maximum_backward);
-  set(OpId::k_minimum, &minimum_backward);
-  set(OpId::k_neg, &unary_backward<neg_rule>);
-  set(OpId::k_abs, &unary_backward<abs_rule>);
-  set(OpId::k_exp, &unary_backward<exp_rule>);
-  set(OpId::k_log, &unary_backward<log_rule>);
-  set(OpId::k_sqrt, &unary_backward<sqrt_rule>);
-  set(OpId::k_rsqrt, &unary_backward<rsqrt_rule>);
-  set(OpId::k_sin, &unary_backward<sin_rule>);
-  set(OpId::k_cos, &unary_backward<cos_rule>);
-  set(OpId::k_tanh, &unary_backward<tanh_rule>);
-  set(OpId::k_sigmoid, &unary_backward<sigmoid_rule>);
-  set(OpId::k_erf, &unary_backward<erf_rule>);
-  set(OpId::k_relu, &unary_backward<relu_rule>);
-  set(OpId::k_relu6, &unary_backward<relu6_rule>);
-  set(OpId::k_gelu, &unary_backward<gelu_rule>);
-  set(OpId::k_gelu_tanh, &unary_backward<gelu_tanh_rule>);
-  set(OpId::k_silu, &unary_backward<silu_rule>);
-  set(OpId::k_where, &where_backward);
-  set(OpId::k_cast, &cast_backward);
-  set(OpId::k_copy, &copy_backward);
+// assign(dst, src): dst's elements = src's, same dtype and shape (Tensor::copy_ brings src to
+// them first); writes input 0 and has no outputs (NOTE [Declared effects]).
+void infer_assign(const InferArgs& a, Inference& out) {
+  const Tensor &dst = a.inputs[0], &src = a.inputs[1];
+  if (dst.dtype() != src.dtype() || dst.shape() != src.shape())
+    op_error(a.def, ErrorCode::kShape, "the value " + describe_inputs(a.inputs.subspan(1, 1)) +
+                                           " must have the destination's dtype and shape (" +
+                                           describe_inputs(a.inputs.first(1)) +
+                                           "); Tensor::copy_ casts and broadcasts it for you");
+  out.num_outputs = 0;
+  out.compute = dst.dtype();
 }
 
 }  // namespace
 
+// Each op's definition carries its backward rule (the same style in every family); ops with no
+// gradient say so (NOTE [Declared effects]).
 void define_elementwise_ops(OpTable& table) {
-  for (OpId id : {OpId::k_add, OpId::k_sub, OpId::k_mul, OpId::k_div, OpId::k_pow,
-                  OpId::k_maximum, OpId::k_minimum}) {
-    OpDef& d = define(table, id, 2);
+  struct Binary {
+    OpId id;
+    BackwardFn rule;
+  };
+  for (Binary b : {Binary{OpId::k_add, &add_backward}, Binary{OpId::k_sub, &sub_backward},
+                   Binary{OpId::k_mul, &mul_backward}, Binary{OpId::k_div, &div_backward},
+                   Binary{OpId::k_pow, &pow_backward}, Binary{OpId::k_maximum, &maximum_backward},
+                   Binary{OpId::k_minimum, &minimum_backward}}) {
+    OpDef& d = define(table, b.id, 2);
     d.promote_mask = kFirstTwo;
     d.infer = infer_binary;
+    d.backward = b.rule;
   }
+  // Comparisons and logical ops return bool: no gradient.
   for (OpId id : {OpId::k_eq, OpId::k_ne, OpId::k_lt, OpId::k_le, OpId::k_gt, OpId::k_ge}) {
     OpDef& d = define(table, id, 2);
     d.promote_mask = kFirstTwo;
     d.infer = infer_compare;
+    d.differentiable = false;
   }
   for (OpId id : {OpId::k_logical_and, OpId::k_logical_or}) {
     OpDef& d = define(table, id, 2);
     d.infer = infer_logical;
+    d.differentiable = false;
   }
-  for (OpId id : {OpId::k_exp, OpId::k_log, OpId::k_sqrt, OpId::k_rsqrt, OpId::k_sin, OpId::k_cos,
-                  OpId::k_tanh, OpId::k_sigmoid, OpId::k_erf, OpId::k_gelu, OpId::k_gelu_tanh,
-                  OpId::k_silu}) {
-    OpDef& d = define(table, id, 1);
+  struct Unary {
+    OpId id;
+    BackwardFn rule;
+  };
+  for (Unary u : {Unary{OpId::k_exp, &unary_backward<exp_rule>}, Unary{OpId::k_log, &unary_backward<log_rule>},
+                  Unary{OpId::k_sqrt, &unary_backward<sqrt_rule>}, Unary{OpId::k_rsqrt, &unary_backward<rsqrt_rule>},
+                  Unary{OpId::k_sin, &unary_backward<sin_rule>}, Unary{OpId::k_cos, &unary_backward<cos_rule>},
+                  Unary{OpId::k_tanh, &unary_backward<tanh_rule>},
+                  Unary{OpId::k_sigmoid, &unary_backward<sigmoid_rule>},
+                  Unary{OpId::k_erf, &unary_backward<erf_rule>}, Unary{OpId::k_gelu, &unary_backward<gelu_rule>},
+                  Unary{OpId::k_gelu_tanh, &unary_backward<gelu_tanh_rule>},
+                  Unary{OpId::k_silu, &unary_backward<silu_rule>}}) {
+    OpDef& d = define(table, u.id, 1);
     d.promote_mask = kFirst;
     d.infer = infer_unary_float;
+    d.backward = u.rule;
   }
-  for (OpId id : {OpId::k_neg, OpId::k_abs, OpId::k_relu, OpId::k_relu6}) {
-    OpDef& d = define(table, id, 1);
+  for (Unary u : {Unary{OpId::k_neg, &unary_backward<neg_rule>}, Unary{OpId::k_abs, &unary_backward<abs_rule>},
+                  Unary{OpId::k_relu, &unary_backward<relu_rule>},
+                  Unary{OpId::k_relu6, &unary_backward<relu6_rule>}}) {
+    OpDef& d = define(table, u.id, 1);
     d.promote_mask = kFirst;
     d.infer = infer_unary_keep;
+    d.backward = u.rule;
   }
-  define(table, OpId::k_logical_not, 1).infer = infer_logical_not;
+  {
+    OpDef& d = define(table, OpId::k_logical_not, 1);
+    d.infer = infer_logical_not;
+    d.differentiable = false;
+  }
   {
     OpDef& d = define(table, OpId::k_where, 3);
     d.promote_mask = 6u;  // x and y; the condition keeps its dtype
     d.infer = infer_where;
+    d.backward = &where_backward;
   }
-  define(table, OpId::k_cast, 1, {{"dtype", AttrKind::kDType}}).infer = infer_cast;
-  define(table, OpId::k_copy, 1).infer = infer_same_as_input;
-  set_backward_rules(table);
+  {
+    OpDef& d = define(table, OpId::k_cast, 1, {{"dtype", AttrKind::kDType}});
+    d.infer = infer_cast;
+    d.backward = &cast_backward;
+  }
+  {
+    OpDef& d = define(table, OpId::k_copy, 1);
+    d.infer = infer_same_as_input;
+    d.backward = &copy_backward;
+  }
+  {
+    OpDef& d = define(table, OpId::k_assign, 2);
+    d.infer = infer_assign;
+    d.differentiable = false;  // an in-place write: the tape does not follow mutation
+    d.writes_mask = 1u;
+  }
 }
 
 }  // namespace spore::ops

@@ -22,6 +22,10 @@ void define_creation_ops(OpTable& table);
 void define_conv_ops(OpTable& table);
 void define_optim_ops(OpTable& table);
 
+// Fills the core's hooks for Tensor's copy, cast and copy_ (NOTE [Core hooks]); the registry
+// calls it when it is built, so that linking the registry links the hooks.
+void install_tensor_hooks();
+
 // Shared inference pieces.
 void infer_same_as_input(const InferArgs& a, Inference& out);  // one output like input 0
 // Normalised, sorted, de-duplicated reduction axes; empty `axes` means all axes.

@@ -4,8 +4,9 @@
 // Optimizers update parameters and their state where they live, so a Parameter keeps its tensor
 // (and the handles that autograd and the network hold stay valid) and a step costs one pass over
 // memory per parameter instead of a dozen eager ops. They are registry ops like any other, so
-// every backend implements them through the same table; they have no outputs and no backward
-// rule, and optimizers run them with no tape attached.
+// every backend implements them through the same table; they have no outputs, declare the inputs
+// they write and that they are not differentiable (NOTE [Declared effects]), and optimizers run
+// them under NoGradGuard.
 #include "op_families.h"
 
 namespace spore::ops {
@@ -46,6 +47,8 @@ void define_optim_ops(OpTable& table) {
     out.num_outputs = 0;
     out.compute = a.inputs[0].dtype();
   };
+  sgd.differentiable = false;
+  sgd.writes_mask = 0b101;  // param, momentum_buffer (NOTE [Declared effects])
   // adam_update(param, grad, exp_avg, exp_avg_sq): Adam, or AdamW when decoupled.
   OpDef& adam = define(table, OpId::k_adam_update, 4,
                        {{"lr", AttrKind::kFloat}, {"beta1", AttrKind::kFloat}, {"beta2", AttrKind::kFloat},
@@ -57,6 +60,8 @@ void define_optim_ops(OpTable& table) {
     out.num_outputs = 0;
     out.compute = a.inputs[0].dtype();
   };
+  adam.differentiable = false;
+  adam.writes_mask = 0b1101;  // param, exp_avg, exp_avg_sq
 }
 
 }  // namespace spore::ops

@@ -188,8 +188,11 @@ void define_reduce_ops(OpTable& table) {
       {{"axes", AttrKind::kInts}, {"correction", AttrKind::kInt}, {"keepdims", AttrKind::kBool}},
       infer_var, &var_backward);
   const std::vector<AttrSpec> arg = {{"axis", AttrKind::kInt}, {"keepdims", AttrKind::kBool}};
-  define(table, OpId::k_argmax, 1, arg).infer = infer_arg;
-  define(table, OpId::k_argmin, 1, arg).infer = infer_arg;
+  for (OpId id : {OpId::k_argmax, OpId::k_argmin}) {  // int64 indices: no gradient
+    OpDef& d = define(table, id, 1, arg);
+    d.infer = infer_arg;
+    d.differentiable = false;
+  }
 }
 
 }  // namespace spore::ops

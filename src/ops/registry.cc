@@ -49,6 +49,7 @@ ops::OpTable& table() {
   std::call_once(once, [] {
     t = build_table();
     run_backend_kernel_hooks();  // NOTE [Backend registration]
+    ops::install_tensor_hooks();
   });
   return *t;
 }
@@ -93,6 +94,13 @@ std::vector<DType> OpDef::supported_dtypes(int backend) const {
   for (DType t : kAllDTypes)
     if (kernels[backend][(int)t]) out.push_back(t);
   return out;
+}
+
+void register_kernel_selector(OpId id, int backend, KernelSelector fn) {
+  if (backend < 0 || backend >= kMaxBackends)
+    throw Error(ErrorCode::kInternal, "register_kernel_selector: bad backend id " + std::to_string(backend));
+  ops::OpTable& t = g_building ? *g_building : table();
+  t[(int)id].selectors[backend] = fn;
 }
 
 const OpDef& op_def(OpId id) { return table()[(int)id]; }

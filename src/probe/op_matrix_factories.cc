@@ -3,11 +3,12 @@
 // domain, so that a difference from the float64 reference is the op's, not the input's.
 #include "op_matrix_factories.h"
 
+#include <array>
 #include <cstring>
-#include <map>
 #include <string>
 
 #include "spore/context.h"
+#include "spore/op_registry.h"
 #include "spore/ops.h"
 
 namespace spore::probe {
@@ -124,49 +125,83 @@ OpFactory one_input(Shape shape, Kind k, Fn fn) {
 
 Tensor index_tensor(const std::vector<double>& v, const Shape& s) { return mk(v, s, DType::kInt64); }
 
-std::map<std::string, OpFactory, std::less<>> build() {
-  std::map<std::string, OpFactory, std::less<>> f;
+// One factory per op of the registry, indexed by OpId (NOTE [Sample inputs]).
+struct FactoryTable {
+  std::array<OpFactory, kNumOps> at;
+  OpFactory& operator[](OpId id) { return at[(size_t)id]; }
+};
+
+// 3x3 convolutions that keep the height and width.
+Conv2dOptions same_padding() {
+  Conv2dOptions o;
+  o.padding = {1, 1};
+  return o;
+}
+
+// An update op's case: the parameter and gradient in t, its state in the state dtype (float64
+// for float64 parameters, float32 otherwise, as the ops require), and the updated parameter as
+// the result, so the matrix compares what the op wrote.
+OpFactory update_case(OpId id, int num_state, Attrs attrs) {
+  return [=](DType t) -> std::optional<OpCase> {
+    if (!is_floating(t)) return std::nullopt;
+    OpCase c = with_inputs(t, {{Shape{2, 3}, Kind::kGeneral}, {Shape{2, 3}, Kind::kGeneral}}, nullptr);
+    DType state = t == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+    for (int k = 0; k < num_state; ++k) {
+      auto v = values(6, state, Kind::kPositive, 30 + k);  // second moments must be >= 0
+      c.inputs.push_back(mk(v, Shape{2, 3}, state));
+      c.ref_inputs.push_back(mk(v, Shape{2, 3}, DType::kFloat64));
+    }
+    c.run = [id, attrs](const std::vector<Tensor>& x, bool) {
+      dispatch(id, x, attrs);
+      return x[0];
+    };
+    return c;
+  };
+}
+
+FactoryTable build() {
+  FactoryTable f;
   using K = Kind;
   Tensor (*add_tt)(const Tensor&, const Tensor&) = &add;
   Tensor (*sub_tt)(const Tensor&, const Tensor&) = &sub;
   Tensor (*mul_tt)(const Tensor&, const Tensor&) = &mul;
   Tensor (*div_tt)(const Tensor&, const Tensor&) = &div;
   Tensor (*pow_tt)(const Tensor&, const Tensor&) = &pow;
-  f["add"] = binary(add_tt);
-  f["sub"] = binary(sub_tt, K::kUpper, K::kGeneral);
-  f["mul"] = binary(mul_tt);
-  f["div"] = binary(div_tt, K::kGeneral, K::kNonZero);
-  f["pow"] = binary(pow_tt, K::kPositive, K::kExponent);
-  f["maximum"] = binary(&maximum);
-  f["minimum"] = binary(&minimum);
-  f["eq"] = binary(&eq);
-  f["ne"] = binary(&ne);
-  f["lt"] = binary(&lt);
-  f["le"] = binary(&le);
-  f["gt"] = binary(&gt);
-  f["ge"] = binary(&ge);
-  f["logical_and"] = binary(&logical_and);
-  f["logical_or"] = binary(&logical_or);
+  f[OpId::k_add] = binary(add_tt);
+  f[OpId::k_sub] = binary(sub_tt, K::kUpper, K::kGeneral);
+  f[OpId::k_mul] = binary(mul_tt);
+  f[OpId::k_div] = binary(div_tt, K::kGeneral, K::kNonZero);
+  f[OpId::k_pow] = binary(pow_tt, K::kPositive, K::kExponent);
+  f[OpId::k_maximum] = binary(&maximum);
+  f[OpId::k_minimum] = binary(&minimum);
+  f[OpId::k_eq] = binary(&eq);
+  f[OpId::k_ne] = binary(&ne);
+  f[OpId::k_lt] = binary(&lt);
+  f[OpId::k_le] = binary(&le);
+  f[OpId::k_gt] = binary(&gt);
+  f[OpId::k_ge] = binary(&ge);
+  f[OpId::k_logical_and] = binary(&logical_and);
+  f[OpId::k_logical_or] = binary(&logical_or);
 
-  f["neg"] = unary(&neg);
-  f["abs"] = unary(&abs);
-  f["exp"] = unary(&exp);
-  f["log"] = unary(&log, K::kPositive);
-  f["sqrt"] = unary(&sqrt, K::kPositive);
-  f["rsqrt"] = unary(&rsqrt, K::kPositive);
-  f["sin"] = unary(&sin);
-  f["cos"] = unary(&cos);
-  f["tanh"] = unary(&tanh);
-  f["sigmoid"] = unary(&sigmoid);
-  f["erf"] = unary(&erf);
-  f["relu"] = unary(&relu);
-  f["relu6"] = unary(&relu6);
-  f["gelu"] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], false); });
-  f["gelu_tanh"] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], true); });
-  f["silu"] = unary(&silu);
-  f["logical_not"] = unary(&logical_not);
+  f[OpId::k_neg] = unary(&neg);
+  f[OpId::k_abs] = unary(&abs);
+  f[OpId::k_exp] = unary(&exp);
+  f[OpId::k_log] = unary(&log, K::kPositive);
+  f[OpId::k_sqrt] = unary(&sqrt, K::kPositive);
+  f[OpId::k_rsqrt] = unary(&rsqrt, K::kPositive);
+  f[OpId::k_sin] = unary(&sin);
+  f[OpId::k_cos] = unary(&cos);
+  f[OpId::k_tanh] = unary(&tanh);
+  f[OpId::k_sigmoid] = unary(&sigmoid);
+  f[OpId::k_erf] = unary(&erf);
+  f[OpId::k_relu] = unary(&relu);
+  f[OpId::k_relu6] = unary(&relu6);
+  f[OpId::k_gelu] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], false); });
+  f[OpId::k_gelu_tanh] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], true); });
+  f[OpId::k_silu] = unary(&silu);
+  f[OpId::k_logical_not] = unary(&logical_not);
 
-  f["where"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_where] = [](DType t) -> std::optional<OpCase> {
     OpCase c = with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{3}, K::kGeneral}},
                            [](const std::vector<Tensor>& x, bool) { return where(x[2], x[0], x[1]); });
     Tensor cond = mk(values(6, DType::kBool, K::kGeneral, 99), Shape{2, 3}, DType::kBool);
@@ -175,7 +210,7 @@ std::map<std::string, OpFactory, std::less<>> build() {
     return c;
   };
   // The column is the target dtype: float32 values (with fractions) cast to it.
-  f["cast"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_cast] = [](DType t) -> std::optional<OpCase> {
     OpCase c;
     auto v = values(6, DType::kFloat32, t == DType::kUInt8 ? K::kPositive : K::kGeneral, 5);
     for (auto& x : v) x += 0.25;  // a fraction, so that rounding towards zero shows
@@ -184,40 +219,40 @@ std::map<std::string, OpFactory, std::less<>> build() {
     c.run = [t](const std::vector<Tensor>& x, bool ref) { return cast(x[0], ref ? DType::kFloat64 : t); };
     return c;
   };
-  f["copy"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_copy] = [](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{3, 2}, K::kGeneral}}, [](const std::vector<Tensor>& x, bool) { return x[0].clone(); },
                        /*strided_first=*/true);
   };
 
-  f["sum"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return sum(x[0], {1}); });
-  f["mean"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return mean(x[0], {1}); });
-  f["max"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return max(x[0], {1}); });
-  f["min"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return min(x[0], {0}); });
-  f["var"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return var(x[0], {1}); });
-  f["argmax"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return argmax(x[0], 1); });
-  f["argmin"] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return argmin(x[0], 1); });
+  f[OpId::k_sum] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return sum(x[0], {1}); });
+  f[OpId::k_mean] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return mean(x[0], {1}); });
+  f[OpId::k_max] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return max(x[0], {1}); });
+  f[OpId::k_min] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return min(x[0], {0}); });
+  f[OpId::k_var] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return var(x[0], {1}); });
+  f[OpId::k_argmax] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return argmax(x[0], 1); });
+  f[OpId::k_argmin] = one_input(Shape{3, 4}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return argmin(x[0], 1); });
 
-  f["matmul"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_matmul] = [](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{3, 2}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) { return matmul(x[0], x[1]); });
   };
 
-  f["reshape"] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return reshape(x[0], {3, 2}); });
-  f["permute"] = one_input(Shape{2, 3, 2}, K::kGeneral,
+  f[OpId::k_reshape] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return reshape(x[0], {3, 2}); });
+  f[OpId::k_permute] = one_input(Shape{2, 3, 2}, K::kGeneral,
                            [](const std::vector<Tensor>& x, bool) { return permute(x[0], {2, 0, 1}); });
-  f["slice"] = one_input(Shape{4, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return slice(x[0], 0, 1, 4, 2); });
-  f["slice_scatter"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_slice] = one_input(Shape{4, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return slice(x[0], 0, 1, 4, 2); });
+  f[OpId::k_slice_scatter] = [](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{4, 3}, K::kGeneral}, {Shape{2, 3}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) { return slice_scatter(x[0], x[1], 0, 1, 4, 2); },
                        /*strided_first=*/true);
   };
-  f["expand"] = one_input(Shape{1, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return expand(x[0], {2, 3}); });
-  f["concat"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_expand] = one_input(Shape{1, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return expand(x[0], {2, 3}); });
+  f[OpId::k_concat] = [](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{1, 3}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) { return concat({x[0], x[1]}, 0); });
   };
 
-  f["gather"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_gather] = [](DType t) -> std::optional<OpCase> {
     OpCase c = with_inputs(t, {{Shape{3, 4}, K::kGeneral}},
                            [](const std::vector<Tensor>& x, bool) { return gather(x[0], 1, x[1]); });
     Tensor idx = index_tensor({3, 0, 1, 1, 2, 0}, Shape{3, 2});
@@ -225,7 +260,7 @@ std::map<std::string, OpFactory, std::less<>> build() {
     c.ref_inputs.push_back(idx);
     return c;
   };
-  f["index_select"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_index_select] = [](DType t) -> std::optional<OpCase> {
     OpCase c = with_inputs(t, {{Shape{4, 3}, K::kGeneral}},
                            [](const std::vector<Tensor>& x, bool) { return index_select(x[0], 0, x[1]); });
     Tensor idx = index_tensor({2, 0}, Shape{2});
@@ -233,7 +268,7 @@ std::map<std::string, OpFactory, std::less<>> build() {
     c.ref_inputs.push_back(idx);
     return c;
   };
-  f["scatter_add"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_scatter_add] = [](DType t) -> std::optional<OpCase> {
     // Repeated indices (two 0s in column 0), and src larger than index along axis 1.
     OpCase c = with_inputs(t, {{Shape{3, 4}, K::kGeneral}, {Shape{2, 4}, K::kGeneral}},
                            [](const std::vector<Tensor>& x, bool) { return scatter_add(x[0], 0, x[2], x[1]); });
@@ -242,7 +277,7 @@ std::map<std::string, OpFactory, std::less<>> build() {
     c.ref_inputs.push_back(idx);
     return c;
   };
-  f["embedding"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_embedding] = [](DType t) -> std::optional<OpCase> {
     OpCase c = with_inputs(t, {{Shape{5, 3}, K::kGeneral}},
                            [](const std::vector<Tensor>& x, bool) { return embedding(x[1], x[0]); });
     Tensor ids = index_tensor({4, 0, 2, 2}, Shape{2, 2});
@@ -251,45 +286,104 @@ std::map<std::string, OpFactory, std::less<>> build() {
     return c;
   };
 
-  f["softmax"] = one_input(Shape{2, 5}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return softmax(x[0], -1); });
-  f["log_softmax"] = one_input(Shape{2, 5}, K::kGeneral,
+  f[OpId::k_softmax] = one_input(Shape{2, 5}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return softmax(x[0], -1); });
+  f[OpId::k_log_softmax] = one_input(Shape{2, 5}, K::kGeneral,
                                [](const std::vector<Tensor>& x, bool) { return log_softmax(x[0], -1); });
 
   // Creation ops build on the context's device; the reference runs with the CPU as context.
-  f["fill"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_fill] = [](DType t) -> std::optional<OpCase> {
     OpCase c;
     c.run = [t](const std::vector<Tensor>&, bool ref) {
       return full({2, 3}, 2.0, ref ? DType::kFloat64 : t, context().device);
     };
     return c;
   };
-  f["arange"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_arange] = [](DType t) -> std::optional<OpCase> {
     OpCase c;
     c.run = [t](const std::vector<Tensor>&, bool ref) { return arange(0, 6, 1, ref ? DType::kFloat64 : t); };
     return c;
   };
   // NOTE [Random numbers] makes values a function of (seed, index) only: the reference is the
   // CPU in the same dtype, and the device must reproduce it exactly.
-  f["random_uniform"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_random_uniform] = [](DType t) -> std::optional<OpCase> {
     OpCase c;
     c.exact_reference = true;
     c.run = [t](const std::vector<Tensor>&, bool) { return random_uniform({2, 3}, 42, -1, 1, t); };
     return c;
   };
-  f["random_normal"] = [](DType t) -> std::optional<OpCase> {
+  f[OpId::k_random_normal] = [](DType t) -> std::optional<OpCase> {
     OpCase c;
     c.exact_reference = true;
     c.run = [t](const std::vector<Tensor>&, bool) { return random_normal({2, 3}, 42, 0, 1, t); };
     return c;
   };
+
+  // Convolution and pooling, NCHW; the *_grad ops take an output gradient of the forward shape.
+  f[OpId::k_conv2d] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{1, 2, 4, 4}, K::kGeneral}, {Shape{3, 2, 3, 3}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return conv2d(x[0], x[1], same_padding()); });
+  };
+  f[OpId::k_conv2d_grad_input] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{1, 3, 4, 4}, K::kGeneral}, {Shape{3, 2, 3, 3}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) {
+                         return conv2d_grad_input(x[0], x[1], {1, 2, 4, 4}, same_padding());
+                       });
+  };
+  f[OpId::k_conv2d_grad_weight] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{1, 3, 4, 4}, K::kGeneral}, {Shape{1, 2, 4, 4}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) {
+                         return conv2d_grad_weight(x[0], x[1], {3, 2, 3, 3}, same_padding());
+                       });
+  };
+  f[OpId::k_max_pool2d] = one_input(Shape{1, 2, 4, 4}, K::kGeneral,
+                                    [](const std::vector<Tensor>& x, bool) { return max_pool2d(x[0]); });
+  f[OpId::k_avg_pool2d] = one_input(Shape{1, 2, 4, 4}, K::kGeneral,
+                                    [](const std::vector<Tensor>& x, bool) { return avg_pool2d(x[0]); });
+  f[OpId::k_max_pool2d_grad] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{1, 2, 2, 2}, K::kGeneral}, {Shape{1, 2, 4, 4}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return max_pool2d_grad(x[0], x[1]); });
+  };
+  f[OpId::k_avg_pool2d_grad] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{1, 2, 2, 2}, K::kGeneral}, {Shape{1, 2, 4, 4}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return avg_pool2d_grad(x[0], x[1]); });
+  };
+  f[OpId::k_adaptive_avg_pool2d] = one_input(
+      Shape{1, 2, 5, 5}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return adaptive_avg_pool2d(x[0], {2, 3}); });
+  f[OpId::k_adaptive_avg_pool2d_grad] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{1, 2, 2, 3}, K::kGeneral}, {Shape{1, 2, 5, 5}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return adaptive_avg_pool2d_grad(x[0], x[1]); });
+  };
+
+  // In-place ops: the result is the tensor they wrote.
+  f[OpId::k_sgd_update] = update_case(OpId::k_sgd_update, 1, Attrs::of(0.5, 0.9, 0.0, 0.01, false, false));
+  f[OpId::k_adam_update] =
+      update_case(OpId::k_adam_update, 2, Attrs::of(0.25, 0.9, 0.999, 1e-8, 0.01, int64_t{3}, true));
+  f[OpId::k_assign] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{3, 2}, K::kGeneral}, {Shape{3, 2}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) {
+                         x[0].copy_(x[1]);
+                         return x[0];
+                       },
+                       /*strided_first=*/true);
+  };
   return f;
+}
+
+const FactoryTable& table() {
+  static const auto* t = new FactoryTable(build());
+  return *t;
 }
 }  // namespace
 
+const OpFactory* op_factory(OpId id) {
+  if ((size_t)id >= (size_t)kNumOps) return nullptr;
+  const OpFactory& f = table().at[(size_t)id];
+  return f ? &f : nullptr;
+}
+
 const OpFactory* find_op_factory(std::string_view op) {
-  static const auto* table = new std::map<std::string, OpFactory, std::less<>>(build());
-  auto it = table->find(op);
-  return it == table->end() ? nullptr : &it->second;
+  const OpDef* def = find_op(op);
+  return def ? op_factory(def->id) : nullptr;
 }
 
 }  // namespace spore::probe

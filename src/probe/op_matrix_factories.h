@@ -1,12 +1,17 @@
-// Inputs for the capability matrix: a small factory per op, keyed by the op's name, that builds
-// inputs of one dtype (and their float64 twins for the CPU reference) and calls the op through
-// the public API. An op without a factory shows as not-run in the matrix, with that reason.
+// NOTE [Sample inputs]
+// Sample inputs for every op of the registry: a small factory per op, indexed by its OpId, that
+// builds inputs of one dtype (and their float64 twins for the CPU reference) and calls the op
+// through the public API. One table serves the capability matrix, the registry-wide tests
+// (tests/core/op_coverage_test.cc: every op has a factory, runs it, and leaves the inputs it does
+// not declare written unchanged) and the gradient check of every differentiable op
+// (tests/autograd/registry_grad_test.cc), so an op added without a sample fails a test.
 #pragma once
 #include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "spore/op_list.h"
 #include "spore/tensor.h"
 
 namespace spore::probe {
@@ -23,6 +28,7 @@ struct OpCase {
 // nullopt: the op has no case for that dtype (reported not-run).
 using OpFactory = std::function<std::optional<OpCase>(DType)>;
 
-const OpFactory* find_op_factory(std::string_view op);
+const OpFactory* op_factory(OpId id);               // nullptr: the op has no factory
+const OpFactory* find_op_factory(std::string_view op);  // by the op's registry name
 
 }  // namespace spore::probe

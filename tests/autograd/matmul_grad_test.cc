@@ -37,9 +37,7 @@ const std::vector<Shapes> kShapes = {
     {{1, 3, 4}, {2, 4, 1}},     // broadcast batch of extent 1 and a one-column matrix
 };
 
-TEST(MatmulGrad, HasARule) {
-  EXPECT_NE(op_def(OpId::k_matmul).backward, nullptr);
-}
+// Which ops have rules is checked registry-wide (tests/core/op_coverage_test.cc).
 
 TEST(MatmulGrad, EveryOperandFormMatchesFiniteDifferences) {
   uint32_t seed = 1;

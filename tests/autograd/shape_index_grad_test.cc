@@ -49,9 +49,10 @@ TEST(ShapeIndexGrad, ViewOpsReachTheDispatchObserver) {
     }
   } names;
   Tensor x = rnd(Shape{2, 3}, 1);
-  DispatchObserver* prev = set_dispatch_observer(&names);
-  Tensor y = expand(slice(permute(reshape(x, {3, 2}), {1, 0}), 1, 0, 3, 2), {4, 2, 2});
-  set_dispatch_observer(prev);
+  {
+    DispatchObserverGuard guard(&names);
+    Tensor y = expand(slice(permute(reshape(x, {3, 2}), {1, 0}), 1, 0, 3, 2), {4, 2, 2});
+  }
   EXPECT_EQ(names.seen, (std::vector<std::string>{"reshape", "permute", "slice", "expand"}));
 }
 

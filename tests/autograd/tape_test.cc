@@ -10,11 +10,12 @@ namespace spore {
 namespace {
 
 // Counts dispatched ops of one kind; installed around value_and_grad, it sees the forward pass
-// (forwarded by the tape) and the backward pass (dispatched after the tape detaches).
+// (the tape sits above it on the observer stack) and the backward pass (dispatched after the
+// tape detaches).
 class OpCounter final : public DispatchObserver {
  public:
-  explicit OpCounter(OpId id) : id_(id), saved_(set_dispatch_observer(this)) {}
-  ~OpCounter() override { set_dispatch_observer(saved_); }
+  explicit OpCounter(OpId id) : id_(id) { push_dispatch_observer(this); }
+  ~OpCounter() override { pop_dispatch_observer(this); }
   void on_op(const OpDef& def, std::span<const Tensor>, const Attrs&, std::span<const Tensor>) override {
     count += def.id == id_;
   }
@@ -22,7 +23,6 @@ class OpCounter final : public DispatchObserver {
 
  private:
   OpId id_;
-  DispatchObserver* saved_;
 };
 
 TEST(Tape, RulesSkipGradientsOfUntrackedInputs) {

@@ -11,6 +11,7 @@
 #include "core/host_backend.h"
 #include "spore/backend.h"
 #include "spore/context.h"
+#include "spore/dispatch_plan.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
 #include "test_util.h"
@@ -24,7 +25,7 @@ Device lowp() {
     for (OpId op : {OpId::k_add, OpId::k_matmul})
       for (DType t : {DType::kFloat16, DType::kBFloat16})
         register_kernel(op, b, t, op_def(op).kernel(kCpuBackend, t));
-    for (OpId op : {OpId::k_cast, OpId::k_copy})
+    for (OpId op : {OpId::k_cast, OpId::k_copy, OpId::k_assign})
       for (DType t : kAllDTypes) register_kernel(op, b, t, op_def(op).kernel(kCpuBackend, t));
     return b;
   }();
@@ -147,6 +148,79 @@ TEST(PrecisionMode, ModeNamesParse) {
   EXPECT_EQ(precision_mode_from_name("allow_mix_precision"), PrecisionMode::kAllowMixed);
   EXPECT_EQ(precision_mode_from_name("keep_type"), PrecisionMode::kKeepType);
   EXPECT_THROW(precision_mode_from_name("fast"), Error);
+}
+
+// ---- plans and kernel selection on lowp --------------------------------------------------------
+
+TEST(PrecisionMode, ThePlanNamesTheStandInDtypeAndTheCasts) {
+  ContextGuard guard;
+  set_precision_mode(PrecisionMode::kAllowMixed);
+  Tensor a = Tensor::from_vector<float>({1, 2}, Shape{2}, lowp());
+  PlannedOp op(OpId::k_add, std::vector<Tensor>{a, a});
+  const DispatchPlan& p = op.plan();
+  EXPECT_TRUE(p.fallback);
+  EXPECT_EQ(p.inference.compute, DType::kFloat32);
+  EXPECT_EQ(p.compute, DType::kFloat16);
+  EXPECT_EQ(p.compute, fallback_dtype(op_def(OpId::k_add), lowp().backend, DType::kFloat32));
+  EXPECT_TRUE(p.casts_input(0) && p.casts_input(1));
+  EXPECT_EQ(p.kernel_output_dtype(0), DType::kFloat16);     // made in float16...
+  EXPECT_EQ(p.inference.outputs[0].dtype, DType::kFloat32);  // ...and handed back in float32
+  for (float v : {1.0f, 3.0f}) {
+    Tensor b = Tensor::from_vector<float>({v, v}, Shape{2}, lowp());
+    TensorList out = op.run({b, a});
+    EXPECT_EQ(out[0].dtype(), DType::kFloat32);
+    EXPECT_EQ(out[0].to(Device::cpu()).to_vector<float>(), (std::vector<float>{v + 1, v + 2}));
+  }
+}
+
+// NOTE [Kernel selection]: a test-only mixed-dtype kernel: float16 x float32 -> float32, same
+// shapes, contiguous. lowp has no mul kernel in its table at all.
+void mul_f16_f32(const KernelCall& c) {
+  const auto* a = static_cast<const Half*>(c.inputs[0].data_ptr());
+  const auto* b = static_cast<const float*>(c.inputs[1].data_ptr());
+  auto* out = static_cast<float*>(c.outputs[0].data_ptr());
+  for (int64_t i = 0; i < c.outputs[0].numel(); ++i) out[i] = (float)a[i] * b[i];
+}
+KernelFn select_mixed_mul(const KernelQuery& q) {
+  const Tensor &a = q.inputs[0], &b = q.inputs[1];
+  bool fits = a.dtype() == DType::kFloat16 && b.dtype() == DType::kFloat32 && a.shape() == b.shape() &&
+              a.is_contiguous() && b.is_contiguous() && q.inference.outputs[0].dtype == DType::kFloat32;
+  return fits ? &mul_f16_f32 : nullptr;
+}
+Device lowp_with_selector() {
+  static bool once = (register_kernel_selector(OpId::k_mul, lowp().backend, &select_mixed_mul), true);
+  (void)once;
+  return lowp();
+}
+
+TEST(PrecisionMode, ASelectorSeesEveryInputDtypeAndTakesMixedInputsAsTheyAre) {
+  ContextGuard guard;
+  set_precision_mode(PrecisionMode::kKeepType);  // no casts allowed: the selector's kernel runs as is
+  Device d = lowp_with_selector();
+  Tensor a = cast(Tensor::from_vector<float>({1, 2, 3}, Shape{3}), DType::kFloat16).to(d);
+  Tensor b = Tensor::from_vector<float>({0.5f, 4, -1}, Shape{3}, d);
+  PlannedOp op(OpId::k_mul, std::vector<Tensor>{a, b});
+  EXPECT_TRUE(op.plan().selected);
+  EXPECT_EQ(op.plan().cast_mask, 0u);
+  Tensor c = mul(a, b);
+  EXPECT_EQ(c.dtype(), DType::kFloat32);
+  EXPECT_EQ(c.to(Device::cpu()).to_vector<float>(), (std::vector<float>{0.5f, 8, -3}));
+}
+
+TEST(PrecisionMode, WhenTheSelectorDeclinesTheReportedFactsStayTheTables) {
+  ContextGuard guard;
+  set_precision_mode(PrecisionMode::kAllowMixed);
+  Device d = lowp_with_selector();
+  EXPECT_TRUE(op_def(OpId::k_mul).supported_dtypes(d.backend).empty());
+  Tensor b = Tensor::from_vector<float>({1, 2}, Shape{2}, d);
+  try {
+    mul(b, b);  // float32 x float32: declined, and no table kernel can stand in
+    FAIL() << "expected a dtype error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDType);
+    for (const char* part : {"mul", "lowp", "none"})
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << part << " in " << e.what();
+  }
 }
 
 }  // namespace

@@ -54,9 +54,10 @@ TEST(Registry, ObserverSeesEveryDispatchedOp) {
     }
   } counter;
   Tensor a = Tensor::from_vector<float>({1, 2}, Shape{2});
-  DispatchObserver* prev = set_dispatch_observer(&counter);
-  Tensor c = mul(add(a, a), a);
-  set_dispatch_observer(prev);
+  {
+    DispatchObserverGuard guard(&counter);
+    Tensor c = mul(add(a, a), a);
+  }
   EXPECT_EQ(counter.seen, (std::vector<std::string>{"add", "mul"}));
 }
 

@@ -131,8 +131,10 @@ void where_kernel(const KernelCall& c) {
   });
 }
 
-// cast, and copy (same dtype; Tensor::copy_ hands it a strided output view).
+// cast, copy, and assign (same dtype, into a possibly strided view: Tensor::copy_).
 void cast_kernel(const KernelCall& c) { cast_into(c.inputs[0], c.outputs[0]); }
+// assign(dst, src) writes input 0 in place (same dtype and shape, checked by its inference).
+void assign_kernel(const KernelCall& c) { cast_into(c.inputs[1], c.inputs[0]); }
 
 }  // namespace
 
@@ -151,6 +153,7 @@ void register_elementwise_kernels() {
     register_kernel(OpId::k_where, kCpuBackend, d, &where_kernel);
     register_kernel(OpId::k_cast, kCpuBackend, d, &cast_kernel);
     register_kernel(OpId::k_copy, kCpuBackend, d, &cast_kernel);
+    register_kernel(OpId::k_assign, kCpuBackend, d, &assign_kernel);
   }
 }
 
