@@ -1,0 +1,41 @@
+// Helpers of the libFuzzer targets (tests/fuzz, docs/fuzzing.md).
+//
+// The contract every target checks: an input either reads or throws spore::Error. Any other
+// exception escapes LLVMFuzzerTestOneInput and libFuzzer reports it, as it reports sanitizer
+// findings, timeouts and broken invariants (require()).
+#pragma once
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace spore::fuzz {
+
+// Aborts (a finding) when an invariant of a successful read does not hold.
+inline void require(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz contract broken: %s\n", what);
+    std::abort();
+  }
+}
+
+// Writes the bytes to this process's scratch file (in /dev/shm when it exists) and returns its
+// path, for readers that take a path. One file per process and suffix, overwritten each time.
+inline std::string scratch_file(const void* data, size_t size, const char* suffix) {
+  static const std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  const std::string path = dir + "/spore_fuzz_" + std::to_string(getpid()) + suffix;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  require(f != nullptr, "cannot create the scratch file");
+  require(size == 0 || std::fwrite(data, 1, size, f) == size, "cannot write the scratch file");
+  require(std::fclose(f) == 0, "cannot close the scratch file");
+  return path;
+}
+
+// Rows a target reads from a source: a hostile header may declare billions of empty rows, which
+// is legal and only slow.
+inline constexpr int64_t kMaxRows = 64;
+
+}  // namespace spore::fuzz
