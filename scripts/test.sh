@@ -9,3 +9,4 @@ if [ "${SPORE_SKIP_ASAN:-0}" != 1 ]; then
   bash scripts/build.sh asan
   ctest --preset asan
 fi
+bash scripts/fuzz.sh 30

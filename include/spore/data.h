@@ -172,7 +172,9 @@ struct CsvOptions {
   std::vector<CsvColumn> columns;
 };
 // Reads and checks the whole file at once: a ragged line or a cell that is not a number of its
-// column's dtype is a kFormat error naming the file, the line and the field.
+// column's dtype is a kFormat error naming the file, the line and the field. A gzip file (magic
+// 1f 8b) is inflated as it is read; memory holds the parsed values, never the text (NOTE
+// [Streaming CSV]), and a line longer than 64 MiB is a kFormat error.
 Dataset CsvSource(const std::string& path, const CsvOptions& options = {});
 
 // MNIST-style IDX files: column "image" (the file's element type, shape = the file's dims after

@@ -24,14 +24,18 @@ class Shape {
   const int64_t* end() const { return dims_ + ndim_; }
   std::span<const int64_t> dims() const { return {dims_, (size_t)ndim_}; }
   std::vector<int64_t> to_vector() const { return {begin(), end()}; }
-  // Throws kShape when the element count does not fit in int64 (hostile file headers).
+  // Throws kShape when the product of the extents other than 0 does not fit in int64, even
+  // when some extent is 0 (NOTE [Shape overflow]): such a shape's strides would wrap. One pass,
+  // no branch on the zero test, since this is on every op's path.
   int64_t numel() const {
     int64_t n = 1;
-    for (int i = 0; i < ndim_; ++i)
-      if (dims_[i] == 0) return 0;
-    for (int i = 0; i < ndim_; ++i)
-      if (__builtin_mul_overflow(n, dims_[i], &n)) numel_overflow();
-    return n;
+    bool empty = false;
+    for (int i = 0; i < ndim_; ++i) {
+      const int64_t d = dims_[i];
+      empty |= d == 0;
+      if (__builtin_mul_overflow(n, d == 0 ? int64_t{1} : d, &n)) numel_overflow();
+    }
+    return empty ? 0 : n;
   }
   void push_back(int64_t d);
   void insert(int pos, int64_t d);
@@ -48,7 +52,8 @@ class Shape {
   int ndim_ = 0;
 };
 
-// Strides of a row-major (C-contiguous) layout, in elements.
+// Strides of a row-major (C-contiguous) layout, in elements. Throws kShape when the extents
+// (0s counted as 1) overflow int64, empty or not (NOTE [Shape overflow]).
 Shape contiguous_strides(const Shape& shape);
 // NumPy broadcasting of two shapes; throws kShape naming `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);

@@ -62,7 +62,15 @@ LargeCache& large() {
 }  // namespace
 
 // Under AddressSanitizer the caches would hide use-after-free: every block goes to the system.
+// g++ defines __SANITIZE_ADDRESS__; clang 14 only answers __has_feature (the fuzz build).
 #if defined(__SANITIZE_ADDRESS__)
+#define SPORE_ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPORE_ASAN_BUILD 1
+#endif
+#endif
+#if defined(SPORE_ASAN_BUILD)
 constexpr bool kUseCaches = false;
 #else
 constexpr bool kUseCaches = true;

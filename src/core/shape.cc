@@ -72,8 +72,9 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (int i = shape.ndim() - 1; i >= 0; --i) {
     st[i] = s;
-    // An empty tensor's strides are never used to address memory: saturate instead of failing.
-    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s) && shape.numel() != 0)
+    // NOTE [Shape overflow]: a 0 extent counts as 1 here, so the other strides stay exact and
+    // a view of an empty tensor can be sliced along them without wrapping.
+    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s))
       throw Error(ErrorCode::kShape, "shape " + shape.str() + " has more elements than fit in int64");
   }
   return st;

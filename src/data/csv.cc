@@ -1,5 +1,12 @@
 // CsvSource: numeric CSV files, read and checked whole when the source is built, so a bad cell
 // is reported at once with its file, line and field rather than midway through training.
+//
+// NOTE [Streaming CSV]
+// The text is read a chunk at a time (TextStream, inflating gzip on the fly) and split into lines
+// as it comes; each row's values go straight into the columns' byte buffers. Memory is the
+// columns' binary values plus one line buffer (at most kMaxLineBytes), never the text itself, so a
+// file of gigabytes of blank lines or padding costs time, not memory.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -149,24 +156,73 @@ void append_value(const std::string& text, DType dtype, std::vector<unsigned cha
   }
 }
 
-// The lines of the text with their 1-based numbers; blank lines are skipped.
-std::vector<std::pair<int64_t, std::string_view>> split_lines(std::string_view text) {
-  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0)
-    text.remove_prefix(3);  // BOM
-  std::vector<std::pair<int64_t, std::string_view>> lines;
-  int64_t number = 0;
-  size_t p = 0;
-  while (p < text.size()) {
-    size_t end = text.find('\n', p);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(p, end - p);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    ++number;
-    if (!trim(line).empty()) lines.emplace_back(number, line);
-    p = end + 1;
+// A line longer than this is refused: it bounds the line buffer, and no numeric CSV needs more.
+constexpr size_t kMaxLineBytes = size_t{64} << 20;
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+// The lines of a TextStream that are not blank, with their 1-based numbers, one at a time.
+class LineReader {
+ public:
+  explicit LineReader(TextStream& in) : in_(in), buf_(kChunkBytes) {}
+
+  // The next line that is not blank (without its "\r\n" or "\n"), or false at the end. The view
+  // stays valid until the next call.
+  bool next(std::string_view& line, int64_t& number) {
+    for (;;) {
+      if (!take_line(line)) return false;
+      number = ++number_;
+      if (number_ == 1 && line.size() >= 3 && std::memcmp(line.data(), "\xEF\xBB\xBF", 3) == 0)
+        line.remove_prefix(3);  // BOM
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (!trim(line).empty()) return true;
+    }
   }
-  return lines;
-}
+
+ private:
+  // The next physical line, refilling the buffer as needed.
+  bool take_line(std::string_view& line) {
+    size_t scanned = begin_;  // bytes before this have no '\n'
+    for (;;) {
+      const void* nl = std::memchr(buf_.data() + scanned, '\n', end_ - scanned);
+      if (nl) {
+        const size_t at = (size_t)(static_cast<const char*>(nl) - buf_.data());
+        line = std::string_view(buf_.data() + begin_, at - begin_);
+        begin_ = at + 1;
+        return true;
+      }
+      if (eof_) {
+        if (begin_ == end_) return false;
+        line = std::string_view(buf_.data() + begin_, end_ - begin_);  // no final newline
+        begin_ = end_;
+        return true;
+      }
+      // Keep the partial line at the front and read more after it.
+      const size_t partial = end_ - begin_;
+      if (begin_ > 0) {
+        std::memmove(buf_.data(), buf_.data() + begin_, partial);
+        begin_ = 0;
+        end_ = partial;
+      }
+      if (end_ == buf_.size()) {
+        if (buf_.size() >= kMaxLineBytes)
+          format_error(in_.path(), "line " + std::to_string(number_ + 1) + " is longer than " +
+                                       std::to_string(kMaxLineBytes >> 20) +
+                                       " MiB; a CSV line this long is refused");
+        buf_.resize(std::min(buf_.size() * 2, kMaxLineBytes));
+      }
+      scanned = end_;
+      const size_t got = in_.read(buf_.data() + end_, buf_.size() - end_);
+      if (got == 0) eof_ = true;
+      end_ += got;
+    }
+  }
+
+  TextStream& in_;
+  std::vector<char> buf_;
+  size_t begin_ = 0, end_ = 0;  // the unread bytes are buf_[begin_, end_)
+  bool eof_ = false;
+  int64_t number_ = 0;  // physical lines handed out so far
+};
 
 }  // namespace
 }  // namespace detail
@@ -183,40 +239,43 @@ Dataset CsvSource(const std::string& path, const CsvOptions& options) {
                                          "' has width " + std::to_string(c.width) +
                                          "; use 0 (one field) or a positive count");
 
-  const std::string text = read_whole_file(path, "the CSV text");
-  auto lines = split_lines(text);
+  TextStream text(path);
+  LineReader lines(text);
+  std::string_view first;
+  int64_t first_number = 0;
+  const bool has_first = lines.next(first, first_number);
 
   std::vector<CsvColumn> columns = options.columns;
-  size_t first_data = 0;
+  bool first_is_data = has_first;
   size_t expected = 0;
   for (const CsvColumn& c : columns) expected += (size_t)std::max<int64_t>(1, c.width);
   std::string expected_from = "the columns given";
   if (options.header) {
-    if (lines.empty()) format_error(path, "the file is empty but a header line was expected");
-    CsvContext ctx{path, lines[0].first};
-    auto names = split_fields(lines[0].second, delim, ctx);
+    if (!has_first) format_error(path, "the file is empty but a header line was expected");
+    CsvContext ctx{path, first_number};
+    auto names = split_fields(first, delim, ctx);
     if (columns.empty()) {
       for (size_t i = 0; i < names.size(); ++i)
         columns.push_back(
             {names[i].empty() ? "column_" + std::to_string(i) : names[i], DType::kFloat32, 0});
       expected = names.size();
-      expected_from = "the header on line " + std::to_string(lines[0].first);
+      expected_from = "the header on line " + std::to_string(first_number);
     } else if (names.size() != expected) {
-      format_error(path, "the header on line " + std::to_string(lines[0].first) + " has " +
+      format_error(path, "the header on line " + std::to_string(first_number) + " has " +
                              std::to_string(names.size()) +
                              " fields but the columns given describe " + std::to_string(expected));
     }
-    first_data = 1;
+    first_is_data = false;
   } else if (columns.empty()) {
-    if (lines.empty())
+    if (!has_first)
       format_error(path,
                    "the file has no lines and no columns were given; cannot tell its columns");
-    CsvContext ctx{path, lines[0].first};
-    size_t n = split_fields(lines[0].second, delim, ctx).size();
+    CsvContext ctx{path, first_number};
+    size_t n = split_fields(first, delim, ctx).size();
     for (size_t i = 0; i < n; ++i)
       columns.push_back({"column_" + std::to_string(i), DType::kFloat32, 0});
     expected = n;
-    expected_from = "the first line (" + std::to_string(lines[0].first) + ")";
+    expected_from = "the first line (" + std::to_string(first_number) + ")";
   }
   std::vector<std::string> names;
   for (const CsvColumn& c : columns) names.push_back(c.name);
@@ -224,9 +283,11 @@ Dataset CsvSource(const std::string& path, const CsvOptions& options) {
 
   std::vector<std::vector<unsigned char>> data(columns.size());
   int64_t rows = 0;
-  for (size_t l = first_data; l < lines.size(); ++l, ++rows) {
-    CsvContext ctx{path, lines[l].first};
-    auto fields = split_fields(lines[l].second, delim, ctx);
+  std::string_view line = first;
+  int64_t number = first_number;
+  for (bool more = first_is_data || lines.next(line, number); more; more = lines.next(line, number)) {
+    CsvContext ctx{path, number};
+    auto fields = split_fields(line, delim, ctx);
     if (fields.size() != expected)
       throw Error(ErrorCode::kFormat, "'" + path + "', line " + std::to_string(ctx.line) + ": " +
                                           std::to_string(fields.size()) + " fields, but " +
@@ -238,6 +299,7 @@ Dataset CsvSource(const std::string& path, const CsvOptions& options) {
       for (int64_t k = 0; k < w; ++k, ++field)
         append_value(fields[field], columns[c].dtype, data[c], ctx, field, columns[c].name);
     }
+    ++rows;
   }
   std::vector<Tensor> arrays;
   for (size_t c = 0; c < columns.size(); ++c) {

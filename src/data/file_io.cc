@@ -1,5 +1,6 @@
 #include "data/file_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -41,12 +42,24 @@ void InFile::read(void* dst, uint64_t n, const std::string& what) {
                             " bytes at byte offset " + std::to_string(pos_) +
                             " but the file has only " + std::to_string(size_ - pos_) +
                             " from there (file size " + std::to_string(size_) + ")");
-  if (n == 0) return;
+  read_some(dst, n);
+}
+
+uint64_t InFile::read_some(void* dst, uint64_t n) {
+  n = std::min(n, size_ - pos_);
+  if (n == 0) return 0;
   errno = 0;
   if (std::fread(dst, 1, n, f_) != n)
     throw Error(ErrorCode::kIO, "reading '" + path_ + "' failed at byte offset " +
                                     std::to_string(pos_) + ": " + sys_error());
   pos_ += n;
+  return n;
+}
+
+void InFile::rewind() {
+  if (fseeko(f_, 0, SEEK_SET) != 0)
+    throw Error(ErrorCode::kIO, "cannot seek in '" + path_ + "': " + sys_error());
+  pos_ = 0;
 }
 
 OutFile::OutFile(const std::string& path) : path_(path) {
@@ -93,20 +106,19 @@ void swap_bytes(void* data, uint64_t n, size_t width) {
 }
 
 bool checked_bytes(const Shape& shape, size_t itemsize, uint64_t& bytes) {
+  // The extents other than 0 must multiply within the limit even when some extent is 0: an
+  // empty array still gets strides from them (NOTE [Shape overflow]).
   constexpr uint64_t kLimit = uint64_t{1} << 62;
+  uint64_t n = itemsize;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) return false;
-    if (d == 0) {  // empty, whatever the other extents
-      bytes = 0;
-      return true;
-    }
+    empty |= d == 0;
+    const uint64_t extent = d == 0 ? 1 : (uint64_t)d;
+    if (n > kLimit / extent) return false;
+    n *= extent;
   }
-  uint64_t n = itemsize;
-  for (int64_t d : shape) {
-    if (n > kLimit / (uint64_t)d) return false;
-    n *= (uint64_t)d;
-  }
-  bytes = n;
+  bytes = empty ? 0 : n;
   return true;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "spore/tensor.h"
@@ -22,6 +23,9 @@ class InFile {
   // Reads exactly n bytes at the current position; a short file is a kFormat error that names
   // `what` (what was being read), the offset and the bytes missing.
   void read(void* dst, uint64_t n, const std::string& what);
+  // Reads up to n bytes (fewer only at the end of the file); returns how many.
+  uint64_t read_some(void* dst, uint64_t n);
+  void rewind();  // back to byte 0
 
  private:
   std::string path_;
@@ -45,9 +49,25 @@ class OutFile {
   std::FILE* f_ = nullptr;
 };
 
-// The whole file, inflated when it is gzip-compressed (NOTE [Compressed inputs] in gzip.cc).
-// `what` names the contents in errors ("the CSV text").
-std::string read_whole_file(const std::string& path, const std::string& what);
+// A file's bytes in chunks, inflated on the fly when it is gzip-compressed (NOTE [Compressed
+// inputs] in gzip.cc). Memory is fixed, whatever the size of the file or of its inflated text.
+class TextStream {
+ public:
+  explicit TextStream(const std::string& path);  // kIO when it cannot be opened
+  ~TextStream();
+  TextStream(const TextStream&) = delete;
+  TextStream& operator=(const TextStream&) = delete;
+
+  const std::string& path() const { return file_.path(); }
+  // Up to n bytes of text into dst; 0 only at the end. A corrupt or truncated gzip stream is a
+  // kFormat error naming the file.
+  size_t read(char* dst, size_t n);
+
+ private:
+  struct Inflater;  // zlib's state, kept out of this header
+  InFile file_;
+  std::unique_ptr<Inflater> inflater_;  // null for plain text
+};
 
 // "'<path>': <message>" as a kFormat error.
 [[noreturn]] void format_error(const std::string& path, const std::string& message);
@@ -55,7 +75,8 @@ std::string read_whole_file(const std::string& path, const std::string& what);
 // Reverses the byte order of n elements of `width` bytes in place.
 void swap_bytes(void* data, uint64_t n, size_t width);
 
-// numel * itemsize of dims, or false when it overflows 62 bits.
+// numel * itemsize of dims, or false when it overflows 62 bits; 0 extents count as 1 in that
+// check, so an empty shape whose other extents are absurd is refused too.
 bool checked_bytes(const Shape& shape, size_t itemsize, uint64_t& bytes);
 
 }  // namespace spore::data::detail

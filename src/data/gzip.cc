@@ -1,78 +1,80 @@
-// Whole-file reads that see through gzip (NOTE [Compressed inputs]).
+// Chunked reads that see through gzip (NOTE [Compressed inputs]).
 //
 // NOTE [Compressed inputs]
-// Data sets ship compressed: scikit-learn's digits.csv.gz, MNIST's *-ubyte.gz. A reader that takes
-// a whole file at once (CSV) accepts either form: a file that starts with the gzip magic bytes
-// (1f 8b) is inflated with zlib, whatever its name; anything else is read as it is. A corrupt or
-// truncated stream is a kFormat error naming the file and zlib's reason. Inflated output is
-// capped (kMaxInflated) so that a small hostile file cannot expand into all of memory.
+// Data sets ship compressed: scikit-learn's digits.csv.gz, MNIST's *-ubyte.gz. A text reader
+// (CSV) accepts either form: a file that starts with the gzip magic bytes (1f 8b) is inflated
+// with zlib, whatever its name; anything else is read as it is. A corrupt or truncated stream is
+// a kFormat error naming the file and zlib's reason. The text is never held whole: TextStream
+// hands it out a chunk at a time (inflating as it goes), so memory is two fixed buffers whatever
+// the file's size, and a small file that inflates to gigabytes costs time, not memory.
 #include <zlib.h>
 
 #include <string>
+#include <vector>
 
 #include "data/file_io.h"
 
 namespace spore::data::detail {
 
 namespace {
-
-constexpr uint64_t kMaxInflated = uint64_t{8} << 30;  // 8 GiB
-
-std::string inflate_gzip(const std::string& path, const std::string& packed) {
-  z_stream zs{};
-  // 15 + 16: a gzip wrapper (not zlib's), the largest window.
-  if (inflateInit2(&zs, 15 + 16) != Z_OK)
-    throw Error(ErrorCode::kInternal, "'" + path + "': zlib could not start inflating");
-  std::string out;
-  out.resize(std::max<size_t>(packed.size() * 4, 1 << 16));
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(packed.data()));
-  zs.avail_in = (uInt)packed.size();
-  size_t produced = 0;
-  int rc = Z_OK;
-  for (;;) {
-    if (produced == out.size()) {
-      if (out.size() >= kMaxInflated) {
-        inflateEnd(&zs);
-        format_error(path, "the gzip stream inflates to more than " +
-                               std::to_string(kMaxInflated >> 30) + " GiB; refusing to read it");
-      }
-      out.resize(std::min<uint64_t>(out.size() * 2, kMaxInflated));
-    }
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-    zs.avail_out = (uInt)std::min<size_t>(out.size() - produced, 1u << 30);
-    const uInt before = zs.avail_out;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    produced += before - zs.avail_out;
-    if (rc == Z_STREAM_END) {
-      // Concatenated gzip members (as `cat a.gz b.gz` makes) are one stream to gzip(1).
-      if (zs.avail_in == 0) break;
-      inflateReset(&zs);
-      continue;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
-      inflateEnd(&zs);
-      format_error(path, "the gzip stream is truncated (it ends before its last block)");
-    }
-    if (rc == Z_BUF_ERROR) continue;  // only needed more output room
-    std::string why = zs.msg ? zs.msg : "error " + std::to_string(rc);
-    inflateEnd(&zs);
-    format_error(path, "the gzip stream is corrupt: " + why);
-  }
-  inflateEnd(&zs);
-  out.resize(produced);
-  return out;
-}
-
+constexpr size_t kPackedChunk = size_t{1} << 16;  // compressed bytes read per refill
 }  // namespace
 
-std::string read_whole_file(const std::string& path, const std::string& what) {
-  InFile f(path);
-  std::string bytes(f.size(), '\0');
-  f.read(bytes.data(), f.size(), what);
-  if (bytes.size() >= 2 && (unsigned char)bytes[0] == 0x1f && (unsigned char)bytes[1] == 0x8b)
-    return inflate_gzip(path, bytes);
-  return bytes;
+struct TextStream::Inflater {
+  z_stream zs{};
+  std::vector<unsigned char> packed = std::vector<unsigned char>(kPackedChunk);
+  bool member_ended = false;  // the last inflate() finished a gzip member
+  ~Inflater() { inflateEnd(&zs); }
+};
+
+TextStream::TextStream(const std::string& path) : file_(path) {
+  unsigned char magic[2] = {0, 0};
+  const uint64_t n = file_.read_some(magic, 2);
+  file_.rewind();
+  if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    inflater_ = std::make_unique<Inflater>();
+    // 15 + 16: a gzip wrapper (not zlib's), the largest window.
+    if (inflateInit2(&inflater_->zs, 15 + 16) != Z_OK) {
+      inflater_.reset();
+      throw Error(ErrorCode::kInternal, "'" + path + "': zlib could not start inflating");
+    }
+  }
+}
+
+TextStream::~TextStream() = default;
+
+size_t TextStream::read(char* dst, size_t n) {
+  if (n == 0) return 0;
+  if (!inflater_) return (size_t)file_.read_some(dst, n);
+  z_stream& zs = inflater_->zs;
+  zs.next_out = reinterpret_cast<Bytef*>(dst);
+  zs.avail_out = (uInt)std::min<size_t>(n, 1u << 30);
+  const uInt room = zs.avail_out;
+  while (zs.avail_out == room) {  // until some output, or the end
+    if (zs.avail_in == 0) {
+      const uint64_t got = file_.read_some(inflater_->packed.data(), inflater_->packed.size());
+      if (got == 0) {
+        if (inflater_->member_ended) return 0;  // the end, after a complete member
+        format_error(file_.path(), "the gzip stream is truncated (it ends before its last block)");
+      }
+      zs.next_in = inflater_->packed.data();
+      zs.avail_in = (uInt)got;
+    }
+    if (inflater_->member_ended) {
+      // Concatenated gzip members (as `cat a.gz b.gz` makes) are one stream to gzip(1).
+      inflateReset(&zs);
+      inflater_->member_ended = false;
+    }
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) {
+      inflater_->member_ended = true;
+      continue;
+    }
+    if (rc == Z_OK || rc == Z_BUF_ERROR) continue;  // Z_BUF_ERROR: needs more input, read above
+    format_error(file_.path(),
+                 "the gzip stream is corrupt: " + std::string(zs.msg ? zs.msg : "zlib error " + std::to_string(rc)));
+  }
+  return room - zs.avail_out;
 }
 
 }  // namespace spore::data::detail

@@ -12,6 +12,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "probe/json_read.h"
 #include "spore/backend.h"
 #include "spore/cpu_info.h"
 #include "spore/op_list.h"
@@ -212,62 +213,75 @@ Json collect_env(const std::vector<std::string>& command) {
 }
 
 Json env_summary(const Json& env) {
+  using detail::field;
   Json s;
-  s["spore_version"] = env["binary"]["spore_version"];
-  s["git_commit"] = env["binary"]["git_commit"];
-  s["build_type"] = env["binary"]["build_type"];
-  s["compiler"] = env["binary"]["compiler"];
-  s["binary"] = env["binary"]["path"];
-  s["cpu_model"] = env["cpu"]["model"];
-  s["simd_level"] = env["cpu"]["simd_level"];
-  s["cores"] = env["cpu"]["usable_cores"];
-  s["memory_bytes"] = env["memory"]["total_bytes"];
-  s["blas"] = env["blas"]["name"].get<std::string>() + " " + env["blas"]["version"].get<std::string>();
-  s["blas_path"] = env["blas"]["path"];
-  s["cuda"] = env["cuda"]["status"];
-  s["gpu"] = env["cuda"]["devices"];
-  s["shared_libraries"] = env["shared_libraries"];
+  s["spore_version"] = field(env, "binary", "spore_version");
+  s["git_commit"] = field(env, "binary", "git_commit");
+  s["build_type"] = field(env, "binary", "build_type");
+  s["compiler"] = field(env, "binary", "compiler");
+  s["binary"] = field(env, "binary", "path");
+  s["cpu_model"] = field(env, "cpu", "model");
+  s["simd_level"] = field(env, "cpu", "simd_level");
+  s["cores"] = field(env, "cpu", "usable_cores");
+  s["memory_bytes"] = field(env, "memory", "total_bytes");
+  s["blas"] = detail::string_or(field(env, "blas", "name")) + " " +
+              detail::string_or(field(env, "blas", "version"));
+  s["blas_path"] = field(env, "blas", "path");
+  s["cuda"] = field(env, "cuda", "status");
+  s["gpu"] = field(env, "cuda", "devices");
+  s["shared_libraries"] = field(env, "shared_libraries");
   return s;
 }
 
+// NOTE [Hostile JSON]: `spore report show` passes files from outside here; every read is checked.
 std::string format_env(const Json& env) {
+  using detail::elements;
+  using detail::field;
   std::ostringstream o;
   auto row = [&](const std::string& k, const std::string& v) {
     o << "  " << k << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << v << "\n";
   };
   auto str = [](const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); };
-  const Json& b = env["binary"];
-  o << "Spore environment (" << str(env["created_at"]) << ")\n";
-  row("binary", str(b["path"]));
-  row("version", str(b["spore_version"]) + " (commit " + str(b["git_commit"]) + ", " +
-                     str(b["build_type"]) + (b["sanitize"].get<bool>() ? ", sanitizers" : "") + ")");
-  row("compiler", str(b["compiler"]) + ", " + str(b["cxx_standard"]));
-  row("flags", str(b["cxx_flags"]).empty() ? "(none)" : str(b["cxx_flags"]));
-  row("op set", "version " + str(b["op_set_version"]) + ", " + str(b["num_ops"]) + " ops");
-  const Json& c = env["cpu"];
-  row("cpu", str(c["model"]) + " (" + str(c["vendor"]) + ")");
-  row("cores", str(c["usable_cores"]) + " usable of " + str(c["logical_cores"]) + " logical");
+  const Json& b = field(env, "binary");
+  o << "Spore environment (" << str(field(env, "created_at")) << ")\n";
+  row("binary", str(field(b, "path")));
+  row("version", str(field(b, "spore_version")) + " (commit " + str(field(b, "git_commit")) + ", " +
+                     str(field(b, "build_type")) + (detail::is_true(field(b, "sanitize")) ? ", sanitizers" : "") + ")");
+  row("compiler", str(field(b, "compiler")) + ", " + str(field(b, "cxx_standard")));
+  const std::string flags = str(field(b, "cxx_flags"));
+  row("flags", flags.empty() ? "(none)" : flags);
+  row("op set", "version " + str(field(b, "op_set_version")) + ", " + str(field(b, "num_ops")) + " ops");
+  const Json& c = field(env, "cpu");
+  row("cpu", str(field(c, "model")) + " (" + str(field(c, "vendor")) + ")");
+  row("cores", str(field(c, "usable_cores")) + " usable of " + str(field(c, "logical_cores")) + " logical");
   std::string feats;
-  for (const auto& x : c["features"]) feats += (feats.empty() ? "" : " ") + x.get<std::string>();
+  for (const auto& x : elements(field(c, "features"))) {
+    if (!feats.empty()) feats += ' ';
+    feats += str(x);
+  }
   row("cpu features", feats);
-  row("simd level", str(c["simd_level"]) + " (best " + str(c["best_simd_level"]) + ")");
+  row("simd level", str(field(c, "simd_level")) + " (best " + str(field(c, "best_simd_level")) + ")");
   auto gib = [](const Json& j) {
+    if (!j.is_number()) return std::string("?");
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f GiB", j.get<double>() / (1024.0 * 1024 * 1024));
     return std::string(buf);
   };
-  row("memory", gib(env["memory"]["total_bytes"]) + " total, " +
-                    gib(env["memory"]["available_bytes"]) + " available");
-  row("blas", str(env["blas"]["name"]) + " " + str(env["blas"]["version"]) + " at " +
-                  str(env["blas"]["path"]));
-  row("cuda", str(env["cuda"]["status"]));
+  row("memory", gib(field(env, "memory", "total_bytes")) + " total, " +
+                    gib(field(env, "memory", "available_bytes")) + " available");
+  row("blas", str(field(env, "blas", "name")) + " " + str(field(env, "blas", "version")) + " at " +
+                  str(field(env, "blas", "path")));
+  row("cuda", str(field(env, "cuda", "status")));
   std::string be;
-  for (const auto& x : env["backends"]) be += (be.empty() ? "" : ", ") + x.get<std::string>();
+  for (const auto& x : elements(field(env, "backends"))) {
+    if (!be.empty()) be += ", ";
+    be += str(x);
+  }
   row("backends", be);
-  o << "  shared libraries actually loaded (" << env["shared_libraries"].size() << "):\n";
-  for (const auto& p : env["shared_libraries"]) o << "    " << p.get<std::string>() << "\n";
-  if (env.contains("paths") && env["paths"]["report"].is_string())
-    row("report", env["paths"]["report"].get<std::string>());
+  const Json& libs = elements(field(env, "shared_libraries"));
+  o << "  shared libraries actually loaded (" << libs.size() << "):\n";
+  for (const auto& p : libs) o << "    " << str(p) << "\n";
+  if (field(env, "paths", "report").is_string()) row("report", str(field(env, "paths", "report")));
   return o.str();
 }
 

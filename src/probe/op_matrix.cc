@@ -12,6 +12,7 @@
 #include "spore/op_registry.h"
 #include "spore/probe/env.h"
 #include "op_matrix_factories.h"
+#include "probe/json_read.h"
 #include "spore/probe/report.h"
 
 namespace spore::probe {
@@ -197,7 +198,13 @@ Json run_op_matrix(const RunOptions& opts_in, const std::vector<std::string>& co
         cells.push_back(Json{{"dtype", dtype_name(t)}, {"verdict", v}, {"reason", rep["reason"]},
                              {"max_abs_err", nullptr}, {"out_dtype", nullptr}});
     }
-    for (const Json& c : cells) counts[c["verdict"].get<std::string>()] = counts[c["verdict"].get<std::string>()].get<int>() + 1;
+    // A child's cells are outside input too (NOTE [Hostile JSON]): a cell without a known verdict
+    // counts as observed-fail rather than reaching undefined behaviour.
+    for (const Json& c : cells) {
+      std::string v = detail::string_or(detail::field(c, "verdict"), "observed-fail");
+      if (!counts.contains(v)) v = "observed-fail";
+      counts[v] = counts[v].get<int>() + 1;
+    }
     row["cells"] = cells;
     rows.push_back(row);
   }
@@ -220,39 +227,44 @@ Json run_op_matrix(const RunOptions& opts_in, const std::vector<std::string>& co
   return m;
 }
 
+// NOTE [Hostile JSON]: `spore report show` passes files from outside here; every read is checked.
 std::string format_op_matrix(const Json& m) {
+  using detail::elements;
+  using detail::field;
+  using detail::string_or;
   std::ostringstream o;
-  o << "op capability matrix on " << m["device"].get<std::string>() << " (" << m["created_at"].get<std::string>()
+  o << "op capability matrix on " << string_or(field(m, "device"), "-") << " ("
+    << string_or(field(m, "created_at"), "-")
     << "); cell: max |err| against the float64 CPU reference, or the verdict\n";
   o << "  P = observed-pass  F = observed-fail  B = blocked  - = not-run\n";
   o << "  op                        ";
-  for (const Json& d : m["dtypes"]) {
-    std::string s = d.get<std::string>();
+  for (const Json& d : elements(field(m, "dtypes"))) {
+    std::string s = string_or(d, "?");
     o << s << std::string(s.size() < 10 ? 10 - s.size() : 1, ' ');
   }
   o << "\n";
-  for (const Json& row : m["rows"]) {
-    std::string op = row["op"].get<std::string>();
+  for (const Json& row : elements(field(m, "rows"))) {
+    std::string op = string_or(field(row, "op"), "?");
     o << "  " << op << std::string(op.size() < 26 ? 26 - op.size() : 1, ' ');
-    for (const Json& c : row["cells"]) {
-      std::string v = c["verdict"].get<std::string>();
+    for (const Json& c : elements(field(row, "cells"))) {
+      std::string v = string_or(field(c, "verdict"));
       std::string s;
       if (v == "observed-pass") {
         char buf[16];
-        double e = c["max_abs_err"].is_number() ? c["max_abs_err"].get<double>() : 0;
+        double e = detail::number_or(field(c, "max_abs_err"), 0);
         std::snprintf(buf, sizeof buf, e == 0 ? "P 0" : "P %.0e", e);
         s = buf;
       } else {
-        s = v == "observed-fail" ? "F" : v == "blocked" ? "B" : "-";
+        s.assign(1, v == "observed-fail" ? 'F' : v == "blocked" ? 'B' : '-');
       }
       o << s << std::string(s.size() < 10 ? 10 - s.size() : 1, ' ');
     }
     o << "\n";
   }
-  const Json& c = m["counts"];
-  o << "  cells: " << c["observed-pass"] << " observed-pass, " << c["observed-fail"] << " observed-fail, "
-    << c["blocked"] << " blocked, " << c["not-run"] << " not-run\n";
-  if (m["paths"]["report"].is_string()) o << "  report " << m["paths"]["report"].get<std::string>() << "\n";
+  const Json& c = field(m, "counts");
+  o << "  cells: " << field(c, "observed-pass") << " observed-pass, " << field(c, "observed-fail")
+    << " observed-fail, " << field(c, "blocked") << " blocked, " << field(c, "not-run") << " not-run\n";
+  if (field(m, "paths", "report").is_string()) o << "  report " << string_or(field(m, "paths", "report")) << "\n";
   return o.str();
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "probe/json_read.h"
 #include "spore/error.h"
 #include "spore/probe/env.h"
 #include "spore/probe/probe.h"
@@ -250,7 +251,7 @@ Verdict judge(const Json& r, std::string* reason) {
   if (r.contains("comparisons") && r["comparisons"].is_array()) {
     for (const Json& c : r["comparisons"]) {
       if (!c.is_object()) return set(Verdict::kObservedFail, "malformed comparison");
-      std::string what = c.value("what", std::string("?"));
+      std::string what = detail::string_or(detail::field(c, "what"), "?");
       std::string dev = c.contains("device") && c["device"].is_string() ? c["device"].get<std::string>() : "";
       if (!want.empty() && dev != want)
         return set(Verdict::kObservedFail,
@@ -264,7 +265,7 @@ Verdict judge(const Json& r, std::string* reason) {
       if (!within || !has_diff) {
         std::string d = has_diff ? std::to_string(c["max_abs_diff"].get<double>()) : "not finite";
         return set(Verdict::kObservedFail, "'" + what + "' differs from its reference: max abs diff " +
-                                               d + (c.contains("error") ? " (" + c["error"].get<std::string>() + ")" : ""));
+                                               d + (c.contains("error") ? " (" + detail::string_or(c["error"], c["error"].dump()) + ")" : ""));
       }
       if (has_values) ++evidence;
     }
@@ -272,13 +273,13 @@ Verdict judge(const Json& r, std::string* reason) {
   if (r.contains("artifacts") && r["artifacts"].is_array()) {
     for (const Json& a : r["artifacts"]) {
       if (!a.is_object()) return set(Verdict::kObservedFail, "malformed artifact");
-      std::string name = a.value("name", std::string("?"));
+      std::string name = detail::string_or(detail::field(a, "name"), "?");
       bool has_hash = a.contains("sha256") && a["sha256"].is_string() && a["sha256"].get<std::string>().size() == 64;
       const Json* al = a.contains("alignment") && a["alignment"].is_object() ? &a["alignment"] : nullptr;
       if (!has_hash || !al) continue;  // an artifact without both is context, not evidence
-      if (!(*al)["within_tolerance"].is_boolean() || !(*al)["within_tolerance"].get<bool>())
+      if (!detail::is_true(detail::field(*al, "within_tolerance")))
         return set(Verdict::kObservedFail, "artifact '" + name + "' does not align: max abs error " +
-                                               (*al)["max_abs_error"].dump());
+                                               detail::field(*al, "max_abs_error").dump());
       ++evidence;
     }
   }

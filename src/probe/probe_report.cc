@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "probe/json_read.h"
 #include "spore/error.h"
 #include "spore/probe/env.h"
 #include "spore/probe/op_matrix.h"
@@ -35,16 +36,11 @@ Json read_json(const std::string& path) {
   if (!in) throw Error(ErrorCode::kIO, "cannot open report '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  try {
-    return Json::parse(ss.str());
-  } catch (const std::exception& e) {
-    throw Error(ErrorCode::kFormat, "'" + path + "' is not JSON: " + e.what());
-  }
+  return parse_json(ss.str(), "'" + path + "'");
 }
 
 std::string schema_path_for(const Json& report, const std::string& schema_dir) {
-  std::string id = report.is_object() && report.contains("schema") && report["schema"].is_string()
-                       ? report["schema"].get<std::string>() : "";
+  std::string id = detail::string_or(detail::field(report, "schema"));
   // "spore.probe-report/1" -> probe-report.schema.json
   if (id.rfind("spore.", 0) != 0 || id.find('/') == std::string::npos)
     throw Error(ErrorCode::kFormat, "the document names no Spore report schema (field \"schema\" is '" + id + "')");
@@ -52,6 +48,11 @@ std::string schema_path_for(const Json& report, const std::string& schema_dir) {
 }
 
 namespace {
+using detail::elements;
+using detail::field;
+using detail::is_true;
+using detail::members;
+
 std::string s_of(const Json& j) {
   if (j.is_string()) return j.get<std::string>();
   if (j.is_null()) return "-";
@@ -74,49 +75,63 @@ std::string one_line(std::string s, size_t max) {
   return s.size() > max ? s.substr(0, max - 3) + "..." : s;
 }
 
+// NOTE [Hostile JSON]: every read below goes through field/elements/members, so a report that
+// lacks a member prints "-" instead of reaching undefined behaviour.
 std::string show_probe(const Json& r) {
   std::ostringstream o;
-  o << "probe " << s_of(r["probe"]) << " [" << s_of(r["group"]) << "] on " << s_of(r["device_requested"])
-    << ": " << s_of(r["verdict"]) << "\n";
-  o << "  reason     " << s_of(r["reason"]) << "\n";
-  o << "  ran on     " << (r["device_ran"].empty() ? std::string("-") : r["device_ran"].dump()) << "\n";
-  const Json& p = r["results"]["process"];
-  o << "  process    exit " << s_of(p["exit_code"]) << (p["signal"].is_string() ? " (" + s_of(p["signal"]) + ")" : "")
-    << ", " << s_of(r["duration_ms"]) << " ms" << (p["timed_out"].get<bool>() ? ", timed out" : "") << "\n";
-  o << "  when       " << s_of(r["started_at"]) << "\n";
-  o << "  spore      " << s_of(r["environment"]["spore_version"]) << " (" << s_of(r["environment"]["git_commit"]) << ")\n";
-  if (!r["results"]["comparisons"].empty()) {
+  o << "probe " << s_of(field(r, "probe")) << " [" << s_of(field(r, "group")) << "] on "
+    << s_of(field(r, "device_requested")) << ": " << s_of(field(r, "verdict")) << "\n";
+  o << "  reason     " << s_of(field(r, "reason")) << "\n";
+  const Json& ran = field(r, "device_ran");
+  o << "  ran on     " << (ran.empty() ? std::string("-") : ran.dump()) << "\n";
+  const Json& p = field(r, "results", "process");
+  const Json& signal = field(p, "signal");
+  o << "  process    exit " << s_of(field(p, "exit_code")) << (signal.is_string() ? " (" + s_of(signal) + ")" : "")
+    << ", " << s_of(field(r, "duration_ms")) << " ms" << (is_true(field(p, "timed_out")) ? ", timed out" : "") << "\n";
+  o << "  when       " << s_of(field(r, "started_at")) << "\n";
+  o << "  spore      " << s_of(field(r, "environment", "spore_version")) << " ("
+    << s_of(field(r, "environment", "git_commit")) << ")\n";
+  const Json& comparisons = elements(field(r, "results", "comparisons"));
+  if (!comparisons.empty()) {
     o << "  " << pad("comparison", 34) << pad("device", 10) << pad("n", 6) << pad("max|diff|", 12) << "ok\n";
-    for (const Json& c : r["results"]["comparisons"])
-      o << "  " << pad(s_of(c["what"]), 34) << pad(s_of(c["device"]), 10) << pad(s_of(c["count"]), 6)
-        << pad(s_of(c["max_abs_diff"]), 12) << (c["within_tolerance"].get<bool>() ? "yes" : "NO") << "\n";
+    for (const Json& c : comparisons)
+      o << "  " << pad(s_of(field(c, "what")), 34) << pad(s_of(field(c, "device")), 10)
+        << pad(s_of(field(c, "count")), 6) << pad(s_of(field(c, "max_abs_diff")), 12)
+        << (is_true(field(c, "within_tolerance")) ? "yes" : "NO") << "\n";
   }
-  for (const Json& a : r["artifacts"])
-    o << "  artifact   " << s_of(a["name"]) << " " << s_of(a["bytes"]) << " bytes sha256 " << s_of(a["sha256"])
-      << (a["alignment"].is_object() ? " alignment " + s_of(a["alignment"]["max_abs_error"]) : "") << "\n";
-  for (const auto& [k, v] : r["results"]["values"].items()) o << "  value      " << k << " = " << one_line(v.dump(), 100) << "\n";
-  if (!s_of(p["stderr_tail"]).empty() && s_of(p["stderr_tail"]) != "-")
-    o << "  stderr     " << one_line(s_of(p["stderr_tail"]), 200) << "\n";
-  if (r["paths"]["report"].is_string()) o << "  report     " << s_of(r["paths"]["report"]) << "\n";
+  for (const Json& a : elements(field(r, "artifacts"))) {
+    const Json& alignment = field(a, "alignment");
+    o << "  artifact   " << s_of(field(a, "name")) << " " << s_of(field(a, "bytes")) << " bytes sha256 "
+      << s_of(field(a, "sha256"))
+      << (alignment.is_object() ? " alignment " + s_of(field(alignment, "max_abs_error")) : "") << "\n";
+  }
+  for (const auto& [k, v] : members(field(r, "results", "values")).items())
+    o << "  value      " << k << " = " << one_line(v.dump(), 100) << "\n";
+  const std::string tail = s_of(field(p, "stderr_tail"));
+  if (!tail.empty() && tail != "-") o << "  stderr     " << one_line(tail, 200) << "\n";
+  if (field(r, "paths", "report").is_string()) o << "  report     " << s_of(field(r, "paths", "report")) << "\n";
   return o.str();
 }
 
 std::string show_run(const Json& r) {
   std::ostringstream o;
-  o << "run " << s_of(r["started_at"]) << " on " << s_of(r["device"]) << " (spore "
-    << s_of(r["environment"]["spore_version"]) << ", commit " << s_of(r["environment"]["git_commit"]) << ", "
-    << s_of(r["environment"]["cpu_model"]) << ")\n";
+  const Json& env = field(r, "environment");
+  o << "run " << s_of(field(r, "started_at")) << " on " << s_of(field(r, "device")) << " (spore "
+    << s_of(field(env, "spore_version")) << ", commit " << s_of(field(env, "git_commit")) << ", "
+    << s_of(field(env, "cpu_model")) << ")\n";
   o << "  " << pad("probe", 26) << pad("verdict", 15) << pad("ms", 9) << pad("exit", 6) << "reason\n";
-  for (const Json& x : r["results"]) {
-    char ms[32];
-    std::snprintf(ms, sizeof ms, "%.0f", x["duration_ms"].get<double>());
-    o << "  " << pad(s_of(x["probe"]), 26) << pad(s_of(x["verdict"]), 15) << pad(ms, 9)
-      << pad(s_of(x["exit_code"]), 6) << one_line(s_of(x["reason"]), 90) << "\n";
+  for (const Json& x : elements(field(r, "results"))) {
+    const Json& duration = field(x, "duration_ms");
+    char ms[32] = "-";
+    if (duration.is_number()) std::snprintf(ms, sizeof ms, "%.0f", duration.get<double>());
+    o << "  " << pad(s_of(field(x, "probe")), 26) << pad(s_of(field(x, "verdict")), 15) << pad(ms, 9)
+      << pad(s_of(field(x, "exit_code")), 6) << one_line(s_of(field(x, "reason")), 90) << "\n";
   }
-  const Json& c = r["counts"];
-  o << "  " << s_of(c["observed-pass"]) << " observed-pass, " << s_of(c["observed-fail"]) << " observed-fail, "
-    << s_of(c["blocked"]) << " blocked, " << s_of(c["not-run"]) << " not-run\n";
-  o << "  report " << s_of(r["paths"]["report"]) << "\n  env    " << s_of(r["paths"]["env_report"]) << "\n";
+  const Json& c = field(r, "counts");
+  o << "  " << s_of(field(c, "observed-pass")) << " observed-pass, " << s_of(field(c, "observed-fail"))
+    << " observed-fail, " << s_of(field(c, "blocked")) << " blocked, " << s_of(field(c, "not-run")) << " not-run\n";
+  o << "  report " << s_of(field(r, "paths", "report")) << "\n  env    " << s_of(field(r, "paths", "env_report"))
+    << "\n";
   return o.str();
 }
 
@@ -126,52 +141,50 @@ void put(std::map<std::string, std::string>& m, const std::string& k, const Json
 std::map<std::string, std::string> figures(const Json& r, std::map<std::string, std::string>& versions,
                                            std::map<std::string, std::string>& verdicts) {
   std::map<std::string, std::string> f;
-  std::string kind = r.value("kind", std::string());
-  const Json* env = nullptr;
+  std::string kind = detail::string_or(field(r, "kind"));
   if (kind == "env") {
     for (const char* k : {"spore_version", "git_commit", "build_type", "compiler", "cxx_flags", "path"})
-      put(versions, std::string("binary.") + k, r["binary"][k]);
-    put(versions, "cpu.model", r["cpu"]["model"]);
-    put(versions, "cpu.simd_level", r["cpu"]["simd_level"]);
-    put(versions, "blas", r["blas"]["version"]);
-    put(versions, "blas.path", r["blas"]["path"]);
-    put(versions, "cuda", r["cuda"]["status"]);
-    for (const Json& l : r["shared_libraries"]) versions["library " + s_of(l)] = "loaded";
-    put(f, "memory.total_bytes", r["memory"]["total_bytes"]);
-    put(f, "cpu.usable_cores", r["cpu"]["usable_cores"]);
+      put(versions, std::string("binary.") + k, field(r, "binary", k));
+    put(versions, "cpu.model", field(r, "cpu", "model"));
+    put(versions, "cpu.simd_level", field(r, "cpu", "simd_level"));
+    put(versions, "blas", field(r, "blas", "version"));
+    put(versions, "blas.path", field(r, "blas", "path"));
+    put(versions, "cuda", field(r, "cuda", "status"));
+    for (const Json& l : elements(field(r, "shared_libraries"))) versions["library " + s_of(l)] = "loaded";
+    put(f, "memory.total_bytes", field(r, "memory", "total_bytes"));
+    put(f, "cpu.usable_cores", field(r, "cpu", "usable_cores"));
     return f;
   }
-  if (r.contains("environment")) env = &r["environment"];
-  if (env)
-    for (const auto& [k, v] : env->items()) {
-      if (k == "shared_libraries") {
-        for (const Json& l : v) versions["library " + s_of(l)] = "loaded";
-      } else {
-        put(versions, k, v);
-      }
+  for (const auto& [k, v] : members(field(r, "environment")).items()) {
+    if (k == "shared_libraries") {
+      for (const Json& l : elements(v)) versions["library " + s_of(l)] = "loaded";
+    } else {
+      put(versions, k, v);
     }
+  }
   if (kind == "run") {
-    for (const Json& x : r["results"]) {
-      std::string p = s_of(x["probe"]);
-      put(verdicts, p, x["verdict"]);
-      for (const auto& [k, v] : x["max_abs_diff"].items()) put(f, p + " max_abs_diff " + k, v);
-      for (const auto& [k, v] : x["values"].items())
+    for (const Json& x : elements(field(r, "results"))) {
+      std::string p = s_of(field(x, "probe"));
+      put(verdicts, p, field(x, "verdict"));
+      for (const auto& [k, v] : members(field(x, "max_abs_diff")).items()) put(f, p + " max_abs_diff " + k, v);
+      for (const auto& [k, v] : members(field(x, "values")).items())
         if (!v.is_object() && !v.is_array()) put(f, p + " " + k, v);
     }
   } else if (kind == "probe") {
-    std::string p = s_of(r["probe"]);
-    put(verdicts, p, r["verdict"]);
-    for (const Json& c : r["results"]["comparisons"]) put(f, "max_abs_diff " + s_of(c["what"]), c["max_abs_diff"]);
-    for (const auto& [k, v] : r["results"]["values"].items())
+    std::string p = s_of(field(r, "probe"));
+    put(verdicts, p, field(r, "verdict"));
+    for (const Json& c : elements(field(r, "results", "comparisons")))
+      put(f, "max_abs_diff " + s_of(field(c, "what")), field(c, "max_abs_diff"));
+    for (const auto& [k, v] : members(field(r, "results", "values")).items())
       if (!v.is_object() && !v.is_array()) put(f, k, v);
-    put(f, "exit_code", r["results"]["process"]["exit_code"]);
-    for (const Json& a : r["artifacts"]) put(f, "sha256 " + s_of(a["name"]), a["sha256"]);
+    put(f, "exit_code", field(r, "results", "process", "exit_code"));
+    for (const Json& a : elements(field(r, "artifacts"))) put(f, "sha256 " + s_of(field(a, "name")), field(a, "sha256"));
   } else if (kind == "op-matrix") {
-    for (const Json& row : r["rows"])
-      for (const Json& c : row["cells"]) {
-        std::string k = s_of(row["op"]) + "/" + s_of(c["dtype"]);
-        put(verdicts, k, c["verdict"]);
-        put(f, k + " max_abs_err", c["max_abs_err"]);
+    for (const Json& row : elements(field(r, "rows")))
+      for (const Json& c : elements(field(row, "cells"))) {
+        std::string k = s_of(field(row, "op")) + "/" + s_of(field(c, "dtype"));
+        put(verdicts, k, field(c, "verdict"));
+        put(f, k + " max_abs_err", field(c, "max_abs_err"));
       }
   }
   return f;
@@ -202,17 +215,19 @@ void diff_maps(std::ostringstream& o, const char* title, const std::map<std::str
 }  // namespace
 
 std::string show_report(const Json& r) {
-  if (!r.is_object() || !r.contains("kind")) throw Error(ErrorCode::kFormat, "not a Spore report (no \"kind\" field)");
-  std::string kind = r["kind"].get<std::string>();
+  const Json& kind_field = field(r, "kind");
+  if (!kind_field.is_string())
+    throw Error(ErrorCode::kFormat, "not a Spore report (no string \"kind\" field at the top level)");
+  std::string kind = kind_field.get<std::string>();
   if (kind == "env") return format_env(r);
   if (kind == "probe") return show_probe(r);
   if (kind == "run") return show_run(r);
   if (kind == "op-matrix") return format_op_matrix(r);
-  throw Error(ErrorCode::kFormat, "unknown report kind '" + kind + "'");
+  throw Error(ErrorCode::kFormat, "unknown report kind '" + kind + "' (env, probe, run or op-matrix)");
 }
 
 std::string diff_reports(const Json& a, const Json& b) {
-  std::string ka = a.value("kind", std::string()), kb = b.value("kind", std::string());
+  std::string ka = detail::string_or(field(a, "kind")), kb = detail::string_or(field(b, "kind"));
   if (ka.empty() || kb.empty()) throw Error(ErrorCode::kFormat, "report diff: both files must be Spore reports");
   std::ostringstream o;
   if (ka != kb) o << "note: comparing a " << ka << " report with a " << kb << " report\n";

@@ -11,6 +11,7 @@
 
 #include "spore/error.h"
 #include "spore/probe/env.h"
+#include "spore/probe/report.h"
 #include "spore/probe/runner.h"
 
 extern char** environ;
@@ -194,8 +195,9 @@ Json classify_child(const ChildRun& run, const std::string& probe, const std::st
     reason = how + " without a result";
   } else {
     try {
-      result = Json::parse(run.result_text);
-    } catch (const std::exception& e) {
+      // The child's result is outside input too: bounded depth (NOTE [Hostile JSON]).
+      result = parse_json(run.result_text, "the child's result");
+    } catch (const Error&) {
       result = nullptr;
       std::string head = run.result_text.substr(0, 80);
       for (char& ch : head)

@@ -64,6 +64,27 @@ TEST(Tensor, ZeroSizedTensors) {
   EXPECT_TRUE(e.to_vector<float>().empty());
 }
 
+// NOTE [Shape overflow]: extents other than 0 must multiply within int64 even in an empty shape,
+// since its strides are built from them.
+TEST(Tensor, EmptyShapeWithOverflowingExtentsIsAShapeError) {
+  const Shape bad{3, 0, int64_t{0xC0000000}, int64_t{0x5B000000}};
+  for (auto fn : {+[](const Shape& s) { (void)s.numel(); },
+                  +[](const Shape& s) { (void)contiguous_strides(s); },
+                  +[](const Shape& s) { (void)Tensor::empty(s, DType::kUInt8); }}) {
+    try {
+      fn(bad);
+      ADD_FAILURE() << "no error for " << bad.str();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kShape) << e.what();
+    }
+  }
+  const Shape ok{3, 0, int64_t{1} << 40};
+  EXPECT_EQ(ok.numel(), 0);
+  EXPECT_EQ(contiguous_strides(ok), (Shape{int64_t{1} << 40, int64_t{1} << 40, 1}));
+  EXPECT_EQ((Shape{int64_t{1} << 61, 2}).numel(), int64_t{1} << 62);
+  EXPECT_THROW((void)(Shape{int64_t{1} << 62, 2}).numel(), Error);
+}
+
 TEST(Tensor, PrintsShapeDtypeAndValues) {
   Tensor t = Tensor::from_vector<float>({1, 2.5f, 3, 4}, Shape{2, 2});
   std::string s = t.str();

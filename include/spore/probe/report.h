@@ -5,6 +5,7 @@
 // raw reports. Their JSON Schemas live in schemas/ and the tests validate every report.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "spore/probe/probe.h"
 
@@ -17,9 +18,14 @@ inline constexpr const char* kOpMatrixSchemaId = "spore.op-matrix/1";
 
 // Writes `report` as indented JSON, atomically (temporary file, then rename). Throws kIO.
 void write_json(const std::string& path, const Json& report);
-Json read_json(const std::string& path);  // throws kIO / kFormat
+Json read_json(const std::string& path);  // throws kIO / kFormat (parse_json's rules)
+// Parses outside JSON text. Malformed text, or objects and arrays nested deeper than
+// kMaxJsonDepth, is a kFormat error naming `what` (NOTE [Hostile JSON]).
+inline constexpr int kMaxJsonDepth = 64;
+Json parse_json(std::string_view text, const std::string& what);
 
-// A report as a table (any of the report kinds).
+// A report as a table (any of the report kinds). Members a malformed report lacks print as "-";
+// a document that is not a report (no string "kind") is a kFormat error.
 std::string show_report(const Json& report);
 // What changed between two reports of the same kind: verdicts, figures, versions.
 std::string diff_reports(const Json& a, const Json& b);

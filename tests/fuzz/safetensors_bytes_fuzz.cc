@@ -1,13 +1,7 @@
-// libFuzzer target for the safetensors header parser and validator (src/io/safetensors_format.cc).
-//
-// Build and run by hand (not part of the CMake build), from the repository root:
-//   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
-//   -fno-sanitize-recover=undefined \
-//     -Iinclude -Isrc tests/fuzz/safetensors_fuzz.cc src/io/safetensors_format.cc \
-//     src/core/error.cc src/core/shape.cc src/core/dtype.cc -o /tmp/safetensors_fuzz
-//   mkdir -p /tmp/st_corpus && cp tests/fixtures/io/*.safetensors /tmp/st_corpus/
-//   /tmp/safetensors_fuzz -max_total_time=60 -max_len=4096 -dict=tests/fuzz/safetensors.dict \
-//     /tmp/st_corpus
+// libFuzzer target: safetensors bytes: the header parser and validator
+// (src/io/safetensors_format.cc) and load_safetensors_bytes (src/io/safetensors_reader.cc).
+// Built by CMake with SPORE_FUZZ (the `fuzz` preset); run by scripts/fuzz.sh (docs/fuzzing.md),
+// with tests/fuzz/safetensors.dict as its dictionary.
 //
 // Contract checked: any input either parses into a header whose tensors tile the data buffer
 // exactly with byte counts matching their shapes, or throws spore::Error. Any other exception
@@ -19,6 +13,7 @@
 
 #include "io/safetensors_format.h"
 #include "spore/error.h"
+#include "spore/io.h"
 
 namespace {
 void require(bool ok) {
@@ -52,6 +47,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(covered == h.buffer_size);
     for (size_t i = 1; i < h.tensors.size(); ++i)
       require(h.tensors[i - 1].name < h.tensors[i].name);
+  } catch (const Error&) {
+  }
+  // The whole reader: tensors made from the bytes (bool bytes checked, metadata kept).
+  try {
+    SafeTensors st = load_safetensors_bytes(std::span<const uint8_t>(data, size));
+    for (const auto& [name, t] : st.tensors) require(t.nbytes() <= size);
   } catch (const Error&) {
   }
   return 0;

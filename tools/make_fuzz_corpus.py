@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/, docs/fuzzing.md).
+
+Seeds are small valid files (so mutations start inside each format) plus the reproducers of
+issue 15. Run from the repository root; the output is committed. Uses only the standard library.
+"""
+import gzip
+import json
+import os
+import shutil
+import struct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
+FIX = os.path.join(ROOT, "tests", "fixtures")
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def copy(target, path):
+    put(target, os.path.basename(path), open(path, "rb").read())
+
+
+def npy(descr, shape, payload):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + payload
+
+
+def safetensors(tensors, metadata=None):
+    header, data = {}, b""
+    for name, (dtype, shape, payload) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(payload)]}
+        data += payload
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def main():
+    shutil.rmtree(OUT, ignore_errors=True)
+    # .npy: NumPy-written fixtures of several dtypes, versions and byte orders, and issue 15's
+    # reproducer (a 0 extent beside extents whose product overflows int64).
+    for name in ["b1_2x3x4.npy", "be_f4_2x3x4.npy", "f2_2x3x4.npy", "f4_0x3.npy", "f8_scalar.npy",
+                 "i8_2x3x4.npy", "v2_f4_2x3x4.npy", "v3_f4_2x3x4.npy", "fortran_f4_3x4.npy"]:
+        copy("npy", os.path.join(FIX, "data", name))
+    put("npy", "issue15_zero_overflow.npy", npy("|u1", "(3, 0, 5000000000000000000)", b""))
+    # IDX: images, labels, float32, and issue 15's 20-byte reproducer.
+    for name in ["images_5x4x3.idx3-ubyte", "labels_5.idx1-ubyte", "f4_2x2.idx"]:
+        copy("idx", os.path.join(FIX, "data", name))
+    put("idx", "issue15_zero_overflow.idx", bytes.fromhex("00000804000000030000000" "0c00000005b000000"))
+    # CSV: byte 0 picks the options (tests/fuzz/csv_fuzz.h), the rest is the text.
+    texts = {
+        "header_floats": b"\x01x,y,label\n1,2,0\n3.5,-4e3,1\r\n\n-0.25, 7 ,2\n",
+        "no_header": b"\x00" + b"1,2,3\n4,5,6\n",
+        "quoted_semicolon": b"\x03" + b'"a";"b ""q"""\n"1";  2\n3;4\n',
+        "tab": b"\x05" + b"a\tb\n1\t2\n",
+        "declared_columns": b"\x09" + b"i,h0,h1,b,l\n-128,0.5,65504,true,9007199254740993\n127,-1,0,0,-5\n",
+        "declared_columns_2": b"\x10" + b"255,1e38,-1e308\n0,-0.0,5\n",
+        "bom_crlf": b"\x01" + b"\xef\xbb\xbfa,b\r\n1,2\r\n",
+    }
+    for name, text in texts.items():
+        put("csv_plain", name + ".bin", text)
+        put("csv_gzip", name + ".bin", text)  # top bit clear: the target gzips the text
+    put("csv_gzip", "two_members_flag_split.bin", bytes([0x41]) + texts["header_floats"][1:])
+    raw = gzip.compress(b"x,y\n1,2\n", mtime=0) + gzip.compress(b"3,4\n", mtime=0)
+    put("csv_gzip", "raw_two_members.bin", bytes([0x81]) + raw[2:])  # top bit: raw after 1f 8b
+    # safetensors: the reference file of every dtype, a small one with metadata, and a spore
+    # checkpoint of Dense(2, 3) (weight [3, 2], bias [3]) as load_param_into_net expects.
+    st_ref = os.path.join(FIX, "io", "reference_dtypes.safetensors")
+    small = safetensors({"a": ("F32", [2], struct.pack("<2f", 1.5, -2)), "b": ("BOOL", [3], b"\x01\x00\x01")},
+                        {"note": "seed"})
+    ckpt = safetensors({"weight": ("F32", [3, 2], struct.pack("<6f", *range(6))),
+                        "bias": ("F32", [3], struct.pack("<3f", 0, 1, 2))},
+                       {"format": "spore-checkpoint", "format_version": "1", "framework": "spore",
+                        "framework_version": "0.1.0"})
+    for target in ["safetensors_bytes", "safetensors_file", "checkpoint"]:
+        copy(target, st_ref)
+        put(target, "small.safetensors", small)
+        put(target, "dense_2x3.ckpt", ckpt)
+    # Report JSON: the committed reports, the shapes issue 15 crashed on, and each kind's skeleton.
+    reports = {
+        "issue15_run_no_results.json": b'{"kind":"run","environment":{}}',
+        "issue15_probe_bare.json": b'{"kind":"probe"}',
+        "env_bare.json": b'{"kind":"env","schema":"spore.env-report/1","binary":{"sanitize":1}}',
+        "op_matrix.json": json.dumps({"kind": "op-matrix", "schema": "spore.op-matrix/1", "device": "cpu",
+                                      "dtypes": ["float32"], "rows": [{"op": "add", "cells": [
+                                          {"dtype": "float32", "verdict": "observed-pass", "max_abs_err": 1e-7}]}],
+                                      "counts": {"observed-pass": 1}}).encode(),
+        "nested_values.json": b'{"kind":"probe","results":{"values":{"v":[[[[1]]]],"s":"x"}},"artifacts":[1]}',
+    }
+    for target in ["report_show", "report_validate"]:
+        for name in ["probe-01_tensor_ops.json", "run-a.json"]:
+            copy(target, os.path.join(FIX, "probe", name))
+        for name, data in reports.items():
+            put(target, name, data)
+    for name in os.listdir(os.path.join(ROOT, "schemas")):  # schemas as inputs: the schema reader
+        copy("report_validate", os.path.join(ROOT, "schemas", name))
+
+
+if __name__ == "__main__":
+    main()
