@@ -55,7 +55,8 @@ spore_counter_filter() {  # label
       if ($0 ~ /\*\*\*|Not Run|Failed|Timeout/) { clear(); print; fflush() }
       next
     }
-    /^(ninja: no work to do|Test project|Start +[0-9]+:|      Start)/ { next }
+    /^ninja: no work to do/ { clear(); print "    up to date"; fflush(); next }
+    /^(Test project|Start +[0-9]+:|      Start)/ { next }
     /^[ \t]*$/ { next }
     { clear(); print; fflush() }
     END { if (shown) printf "\n" }'
