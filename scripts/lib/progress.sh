@@ -52,11 +52,11 @@ spore_counter_filter() {  # label
     }
     match($0, /^ *[0-9]+\/[0-9]+ Test +#/) {
       split($1, f, "/"); counter(f[1] + 0, f[2] + 0)
-      if ($0 ~ /\*\*\*|Not Run|Failed|Timeout/) { clear(); print; fflush() }
+      if ($0 ~ /\*\*\*(Failed|Timeout|Exception)|Not Run/) { clear(); print; fflush() }
       next
     }
     /^ninja: no work to do/ { clear(); print "    up to date"; fflush(); next }
-    /^(Test project|Start +[0-9]+:|      Start)/ { next }
+    /^(Test project| *Start +[0-9]+:)/ { next }
     /^[ \t]*$/ { next }
     { clear(); print; fflush() }
     END { if (shown) printf "\n" }'
