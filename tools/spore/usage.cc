@@ -2,6 +2,7 @@
 #include "usage.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "spore/probe.h"
@@ -103,14 +104,13 @@ std::string closest_word(const std::string& word, const std::vector<std::string>
 
 int explain_usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
   CLI::App* at = &app;
-  bool chose_subcommand = false;
   for (int i = 1; i < argc; ++i) {
     const std::string tok = argv[i];
     if (tok == "--") break;
     if (tok.size() > 1 && tok[0] == '-') {
       const std::string name = tok.substr(0, tok.find('='));
       // Bundled short flags (-abc) and negative numbers are left to CLI11's own message.
-      if (name.size() > 2 && name[1] != '-') continue;
+      if ((name.size() > 2 && name[1] != '-') || std::isdigit((unsigned char)name[1])) continue;
       const CLI::Option* opt = at->get_option_no_throw(name);
       if (opt == nullptr) return unknown(at, "option", name, option_names(at));
       if (opt->get_expected_min() > 0 && name.size() == tok.size()) ++i;  // its value follows
@@ -118,15 +118,13 @@ int explain_usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char*
     }
     if (CLI::App* sub = find_subcommand(at, tok)) {
       at = sub;
-      chose_subcommand = true;
       continue;
     }
     const std::vector<std::string> subs = subcommand_names(at);
     if (!subs.empty() && !has_positionals(at)) return unknown(at, "subcommand", tok, subs);
   }
   const std::vector<std::string> subs = subcommand_names(at);
-  if (!subs.empty() && at->get_require_subcommand_min() > 0 && (at == &app || chose_subcommand) &&
-      std::string(e.get_name()) == "RequiredError") {
+  if (!subs.empty() && at->get_require_subcommand_min() > 0 && std::string(e.get_name()) == "RequiredError") {
     const std::string path = path_of(at);
     std::fprintf(stderr, "%s: a subcommand is required: %s\n  see `%s --help`\n", path.c_str(), join(subs).c_str(),
                  path.c_str());
