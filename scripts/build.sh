@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs missing Debian packages, then configures and builds one preset (default: release).
+# Installs missing Debian packages, then configures and builds one preset (default: release):
+# one line per step and a build counter; the full output in outputs/setup.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/progress.sh
 preset="${1:-release}"
 bash scripts/install-deps.sh
-cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset"
+build_preset "$preset"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what Spore needs to build and test on Debian 12, by package name. Idempotent: a
-# package already present is skipped, so a second run costs one dpkg query.
+# package already present is skipped, so a second run costs one dpkg query. apt's output goes to
+# outputs/setup.log (NOTE [Quiet set-up]).
 set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib/progress.sh
 pkgs=(cmake ninja-build g++ pkg-config git
       libdnnl-dev libopenblas-dev
       libgtest-dev libgmock-dev libbenchmark-dev
@@ -18,6 +21,9 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  step "updating the package lists" $SUDO apt-get update -q
+  step "installing ${#missing[@]} package(s): ${missing[*]}" \
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "==> packages: all ${#pkgs[@]} present"
 fi

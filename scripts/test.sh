@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Every test: set up, build the release and the AddressSanitizer+UBSan presets, and run the whole
-# suite under both. Exits non-zero if anything fails.
+# suite under both. Exits non-zero if anything fails. A counter per suite; failing tests and the
+# summary are shown, ctest's full output is in outputs/setup.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/progress.sh
 bash scripts/build.sh release
-ctest --preset release
+test_preset release
 if [ "${SPORE_SKIP_ASAN:-0}" != 1 ]; then
   bash scripts/build.sh asan
-  ctest --preset asan
+  test_preset asan
 fi
 bash scripts/fuzz.sh 30

@@ -1,5 +1,6 @@
 // The main() of each standalone sample program: runs the sample(s) linked into it through the
-// harness (each in a child process of this same program) and prints the summary table.
+// harness (each in a child process of this same program) and prints its figures and the summary
+// table.
 //   <sample> [--device D] [--timeout S] [--out DIR] [--<option> VALUE ...]
 // Other options are the sample's own (e.g. --steps 200): they reach the sample, which runs in a
 // child process, as environment variables (examples/common/sample_options.h).
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   for (const auto* p : all_probes("sample")) names.push_back(p->name);
   try {
     RunSummary s = run_probes(names, opts, std::vector<std::string>(argv, argv + argc));
-    std::fputs(show_report(s.run_report).c_str(), stdout);
+    std::fputs(show_run_with_figures(s.probe_reports, s.run_report).c_str(), stdout);
     return s.failed ? 1 : 0;
   } catch (const spore::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());

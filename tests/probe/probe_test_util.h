@@ -2,7 +2,9 @@
 // filter, since gtest owns main), and report helpers.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -35,5 +37,25 @@ inline std::string temp_dir(const std::string& name) {
   std::filesystem::create_directories(d);
   return d;
 }
+
+// A program run through the shell, stdout and stderr together.
+struct ProgramRun {
+  int status = -1;  // exit status, or -1 when it did not exit normally
+  std::string output;
+};
+inline ProgramRun run_program(const std::string& command) {
+  ProgramRun r;
+  std::FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// The spore program next to the tests.
+inline std::string spore_cli_path() { return std::string(SPORE_BINARY_DIR) + "/bin/spore"; }
 
 }  // namespace spore::probe::test

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "usage.h"
+
 namespace spore::cli {
 
 // The action of the subcommand that was chosen; runs after parsing.

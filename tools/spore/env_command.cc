@@ -9,7 +9,8 @@
 namespace spore::cli {
 
 void add_env_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command) {
-  auto* cmd = app.add_subcommand("env", "Print the environment report and write <out>/env-report.json");
+  auto* cmd = add_command(app, "env", "Print the environment report and write <out>/env-report.json",
+                          "spore env --out outputs");
   auto out = std::make_shared<std::string>("outputs");
   auto json = std::make_shared<bool>(false);
   cmd->add_option("--out", *out, "Directory for the report")->capture_default_str();

@@ -2,7 +2,8 @@
 //   spore env                          the environment report (outputs/env-report.json)
 //   spore probe list | run | ops       the evidence harness (issue 4)
 //   spore samples list | run-all       the chapter's sample suite, each sample in its own process
-//   spore report show | diff | validate
+//   spore report show [--values] | diff | validate
+//   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
 
@@ -24,8 +25,10 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> command(argv, argv + argc);
 
-  CLI::App app{"spore: the Spore framework's command-line tool"};
+  CLI::App app{"spore: the Spore framework's command-line tool", "spore"};
   app.require_subcommand(1);
+  app.footer("Example: spore samples run-all    (then `spore <command> --help` for each command)");
+  app.set_version_flag("--version", spore::cli::version_text(), "Print version, git commit and build type, then exit");
   spore::cli::Handlers handlers;
   spore::cli::add_env_command(app, handlers, command);
   spore::cli::add_probe_commands(app, handlers, command);
@@ -37,9 +40,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;  // usage error
+    return spore::cli::explain_usage_error(app, e, argc, argv);  // usage error: 2
   }
   try {
     return handlers.run();

@@ -33,15 +33,15 @@ probe::RunOptions options(const RunFlags& f) {
 }  // namespace
 
 int print_run(const probe::RunSummary& s) {
-  std::fputs(probe::show_report(s.run_report).c_str(), stdout);
+  std::fputs(probe::show_run_with_figures(s.probe_reports, s.run_report).c_str(), stdout);
   return s.failed ? 1 : 0;
 }
 
 void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command) {
-  auto* probe_cmd = app.add_subcommand("probe", "Run probes, each in its own process");
+  auto* probe_cmd = add_command(app, "probe", "Run probes, each in its own process", "spore probe run check_env");
   probe_cmd->require_subcommand(1);
 
-  auto* list = probe_cmd->add_subcommand("list", "List the registered probes");
+  auto* list = add_command(*probe_cmd, "list", "List the registered probes", "spore probe list");
   list->callback([&h] {
     h.action = [] {
       for (const auto* p : probe::all_probes())
@@ -55,7 +55,8 @@ void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::strin
   auto flags = std::make_shared<RunFlags>();
   auto names = std::make_shared<std::vector<std::string>>();
   auto all = std::make_shared<bool>(false);
-  auto* run = probe_cmd->add_subcommand("run", "Run the named probes (or --all) and write their reports");
+  auto* run = add_command(*probe_cmd, "run", "Run the named probes (or --all) and write their reports",
+                          "spore probe run 01_tensor_ops 05_autograd_train --timeout 60");
   run->add_option("names", *names, "Probe names (see `spore probe list`)");
   run->add_flag("--all", *all, "Run every registered probe except the op matrix rows");
   add_run_flags(run, *flags);
@@ -71,7 +72,8 @@ void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::strin
   });
 
   auto ops_flags = std::make_shared<RunFlags>();
-  auto* ops = probe_cmd->add_subcommand("ops", "The op capability matrix: every op x every dtype on a device");
+  auto* ops = add_command(*probe_cmd, "ops", "The op capability matrix: every op x every dtype on a device",
+                          "spore probe ops --ops add,matmul");
   add_run_flags(ops, *ops_flags);
   auto only = std::make_shared<std::vector<std::string>>();
   ops->add_option("--ops", *only, "Only these ops (comma separated)")->delimiter(',');

@@ -12,21 +12,27 @@
 namespace spore::cli {
 
 void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::string>&) {
-  auto* report = app.add_subcommand("report", "Show, compare and validate reports");
+  auto* report = add_command(app, "report", "Show, compare and validate reports",
+                            "spore report show outputs/env-report.json --values");
   report->require_subcommand(1);
 
   auto file = std::make_shared<std::string>();
-  auto* show = report->add_subcommand("show", "Print a report as a table");
+  auto values = std::make_shared<bool>(false);
+  auto* show = add_command(*report, "show", "Print a report as a table (--values: its values and tolerances)",
+                           "spore report show outputs/board-run-20260101T000000Z.json --values");
   show->add_option("file", *file, "Report JSON")->required()->check(CLI::ExistingFile);
-  show->callback([&h, file] {
-    h.action = [file] {
-      std::fputs(probe::show_report(probe::read_json(*file)).c_str(), stdout);
+  show->add_flag("--values", *values, "Print the values the report records, with their tolerances");
+  show->callback([&h, file, values] {
+    h.action = [file, values] {
+      probe::Json doc = probe::read_json(*file);
+      std::fputs((*values ? probe::show_report_values(doc) : probe::show_report(doc)).c_str(), stdout);
       return 0;
     };
   });
 
   auto a = std::make_shared<std::string>(), b = std::make_shared<std::string>();
-  auto* diff = report->add_subcommand("diff", "What changed between two reports: verdicts, figures, versions");
+  auto* diff = add_command(*report, "diff", "What changed between two reports: verdicts, figures, versions",
+                           "spore report diff outputs/board-run-A.json outputs/board-run-B.json");
   diff->add_option("a", *a, "Earlier report")->required()->check(CLI::ExistingFile);
   diff->add_option("b", *b, "Later report")->required()->check(CLI::ExistingFile);
   diff->callback([&h, a, b] {
@@ -38,7 +44,8 @@ void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::stri
 
   auto vfile = std::make_shared<std::string>();
   auto schemas = std::make_shared<std::string>(SPORE_SCHEMA_DIR);
-  auto* validate = report->add_subcommand("validate", "Validate a report against its JSON Schema");
+  auto* validate = add_command(*report, "validate", "Validate a report against its JSON Schema",
+                               "spore report validate outputs/env-report.json");
   validate->add_option("file", *vfile, "Report JSON")->required()->check(CLI::ExistingFile);
   validate->add_option("--schemas", *schemas, "Directory of the schemas")->capture_default_str();
   validate->callback([&h, vfile, schemas] {

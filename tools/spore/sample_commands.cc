@@ -11,9 +11,9 @@ namespace spore::cli {
 int print_run(const probe::RunSummary& s);
 
 void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command) {
-  auto* samples = app.add_subcommand("samples", "The chapter 5 sample suite");
+  auto* samples = add_command(app, "samples", "The chapter 5 sample suite", "spore samples run-all");
   samples->require_subcommand(1);
-  auto* list = samples->add_subcommand("list", "List the samples");
+  auto* list = add_command(*samples, "list", "List the samples", "spore samples list");
   list->callback([&h] {
     h.action = [] {
       for (const auto* p : probe::all_probes("sample")) std::printf("%-22s %s\n", p->name.c_str(), p->description.c_str());
@@ -23,7 +23,8 @@ void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::stri
   auto device = std::make_shared<std::string>("cpu");
   auto timeout = std::make_shared<double>(120);
   auto out = std::make_shared<std::string>("outputs");
-  auto* run_all = samples->add_subcommand("run-all", "Run every sample in its own process; summary table and reports");
+  auto* run_all = add_command(*samples, "run-all", "Run every sample in its own process; figures, summary table and reports",
+                             "spore samples run-all --out outputs --timeout 120");
   run_all->add_option("--device", *device, "Device the samples must run on")->capture_default_str();
   run_all->add_option("--timeout", *timeout, "Seconds per sample")->check(CLI::PositiveNumber)->capture_default_str();
   run_all->add_option("--out", *out, "Directory for the reports")->capture_default_str();

@@ -6,6 +6,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spore/probe/probe.h"
 
@@ -27,6 +28,15 @@ Json parse_json(std::string_view text, const std::string& what);
 // A report as a table (any of the report kinds). Members a malformed report lacks print as "-";
 // a document that is not a report (no string "kind") is a kFormat error.
 std::string show_report(const Json& report);
+// The figures a report records (values, comparisons with their tolerances, artifacts), for any
+// report kind: `spore report show FILE --values`. Throws kFormat on what is not a report.
+std::string show_report_values(const Json& report);
+// One probe report's figures as a short table; values named "MODE: FIGURE" become a table with a
+// row per mode (NOTE [Figures on screen]).
+std::string format_figures(const Json& probe_report);
+// What a sample program and `spore samples run-all` print: each probe's figures, then the
+// summary table of the run.
+std::string show_run_with_figures(const std::vector<Json>& probe_reports, const Json& run_report);
 // What changed between two reports of the same kind: verdicts, figures, versions.
 std::string diff_reports(const Json& a, const Json& b);
 
