@@ -22,11 +22,5 @@ size_t host_cached_bytes();
 // Returns every cached large block to the system.
 void host_release_cache();
 
-// The old spelling, still used by src/core/tensor.cc on branch wip-layers; the lead drops it when
-// tensor.cc (rewritten on wip-dispatch) calls spore::host_alloc.
-namespace cpu {                     // layering-exception: until the wip-dispatch merge
-using spore::host_alloc;            // layering-exception: until the wip-dispatch merge
-using spore::host_free;             // layering-exception: until the wip-dispatch merge
-}  // namespace cpu                 // layering-exception: until the wip-dispatch merge
 
 }  // namespace spore

@@ -18,10 +18,10 @@ Storage::Storage(size_t bytes, Device device)
 
 Storage::~Storage() { backend_->deallocate(data_, bytes_, device_.index); }
 
-void* Storage::operator new(size_t size) { return cpu::host_alloc(size); }
-void Storage::operator delete(void* p, size_t size) { cpu::host_free(p, size); }
-void* TensorImpl::operator new(size_t size) { return cpu::host_alloc(size); }
-void TensorImpl::operator delete(void* p, size_t size) { cpu::host_free(p, size); }
+void* Storage::operator new(size_t size) { return host_alloc(size); }
+void Storage::operator delete(void* p, size_t size) { host_free(p, size); }
+void* TensorImpl::operator new(size_t size) { return host_alloc(size); }
+void TensorImpl::operator delete(void* p, size_t size) { host_free(p, size); }
 
 // ---- hooks into the op layer (NOTE [Core hooks]) ----------------------------------------------
 namespace {

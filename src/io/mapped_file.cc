@@ -22,7 +22,8 @@ Tensor map_file(const std::filesystem::path& path) {
   if (bytes == 0)  // mmap refuses length 0; an empty file is an empty tensor over no memory
     return Tensor::from_external(nullptr, shape, DType::kUInt8, nullptr, false);
   // MAP_PRIVATE + PROT_READ: a write through a stray pointer faults instead of changing the file;
-  // writes through ops are refused before that (Storage::require_writable).
+  // writes through ops are refused at dispatch, which checks every input an op declares it
+  // writes (Storage::require_writable, src/ops/dispatch.cc).
   void* addr = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (addr == MAP_FAILED) io::throw_io("cannot map", path, errno);
   // The keep-alive unmaps with the last tensor; the descriptor closes when `fd` goes, at return.

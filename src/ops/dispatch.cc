@@ -211,6 +211,11 @@ SPORE_DISPATCH_INLINE void plan_into(OpId id, std::span<const Tensor> inputs, co
       plan.cast_mask |= 1u << (i < 32 ? i : 31);
 }
 
+void check_writable(const OpDef& def, std::span<const Tensor> inputs) {
+  for (int i = 0; i < (int)inputs.size(); ++i)
+    if (def.writes(i)) inputs[i].storage()->require_writable(def.name);
+}
+
 // The run step, shared by eager dispatch and PlannedOp: `inputs` have the signature `plan` was
 // made for.
 SPORE_DISPATCH_INLINE TensorList run_plan(const DispatchPlan& plan, std::span<const Tensor> inputs, const Attrs& attrs) {
@@ -223,6 +228,9 @@ SPORE_DISPATCH_INLINE TensorList run_plan(const DispatchPlan& plan, std::span<co
     if (t_num_observers) notify_observers(def, inputs, attrs, outs.span());
     return outs;
   }
+  // NOTE [Declared effects], NOTE [External storage]: an op's declared written inputs must be
+  // writable memory (a mapped weight file is not); refused here, before any kernel of any backend.
+  if (def.writes_mask) check_writable(def, inputs);
   // Inputs to cast are copied into a list of their own; no copy of the list when none is.
   std::span<const Tensor> kin = inputs;
   std::vector<Tensor> cast_inputs;

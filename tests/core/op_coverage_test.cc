@@ -78,9 +78,12 @@ TEST(OpCoverage, DifferentiableExactlyWhenThereIsARule) {
     }
     // An op that writes an input in place cannot be differentiated by a tape that keys tensors
     // by identity.
-    if (d.writes_mask) EXPECT_FALSE(d.differentiable);
-    if (d.num_inputs >= 0 && d.num_inputs < 32)
+    if (d.writes_mask) {
+      EXPECT_FALSE(d.differentiable);
+    }
+    if (d.num_inputs >= 0 && d.num_inputs < 32) {
       EXPECT_EQ(d.writes_mask >> d.num_inputs, 0u) << "declares a write to an input it does not have";
+    }
   }
 }
 

@@ -3,11 +3,8 @@ cmake_minimum_required(VERSION 3.25)
 # nothing in spore_core outside src/backends/cpu names the CPU backend's code. Run as
 #   cmake -DSRC=<repo>/src -P check_core_sources.cmake
 # A line may carry "layering-exception: <why>" for a documented, temporary exception.
-#
-# EXCLUDED FOR NOW: src/core/tensor.cc still dispatches copy/cast and calls cpu::host_alloc; branch
-# wip-dispatch rewrites it (copy/cast through a core-owned hook table). The lead removes it from
-# kExcluded after merging that branch, and this check then covers it too.
-set(kExcluded "core/tensor.cc")
+
+set(kExcluded "")
 
 set(failures "")
 function(scan files pattern why)
