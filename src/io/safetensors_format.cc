@@ -95,8 +95,10 @@ Shape parse_shape(const json& j, DType dtype, std::string_view source, const std
                                  "integers, got " +
                                  short_dump(j));
   std::vector<int64_t> dims;
-  uint64_t numel = 1;
-  bool overflow = false;
+  // NOTE [Shape overflow]: the extents other than 0 must multiply within int64 even when one is
+  // 0, since an empty tensor still gets strides from them.
+  uint64_t numel = 1, extents = 1;
+  bool overflow = false, empty = false;
   for (const json& d : j) {
     uint64_t v;
     if (!as_u64(d, v))
@@ -104,10 +106,12 @@ Shape parse_shape(const json& j, DType dtype, std::string_view source, const std
            prefix(source, name) + "shape " + short_dump(j) +
                " has a dimension that is not a non-negative integer: " + short_dump(d));
     if (v > (uint64_t)std::numeric_limits<int64_t>::max()) overflow = true;
-    if (__builtin_mul_overflow(numel, v, &numel)) overflow = true;
+    empty |= v == 0;
+    if (__builtin_mul_overflow(extents, v == 0 ? 1 : v, &extents)) overflow = true;
     dims.push_back((int64_t)v);
   }
-  if (overflow || numel > (uint64_t)std::numeric_limits<int64_t>::max() ||
+  numel = empty ? 0 : extents;
+  if (overflow || extents > (uint64_t)std::numeric_limits<int64_t>::max() ||
       __builtin_mul_overflow(numel, (uint64_t)dtype_size(dtype), &nbytes))
     fail(ErrorCode::kFormat, prefix(source, name) + "shape " + short_dump(j) +
                                  " has more elements than 64-bit sizes can count");

@@ -314,8 +314,10 @@ TEST(SafeTensorsValidator, Shapes) {
   expect_format_error(with_shape("[4611686018427387904]"), {"tensor 'w'", "64-bit"});  // x4 bytes
   expect_format_error(with_shape("[1,1,1,1,1,1,1,1,1]", "[0,4]"), {"tensor 'w'", "9 dimensions"},
                       ErrorCode::kUnsupported);
-  // A zero-sized dimension makes any other size valid: no spurious overflow.
-  EXPECT_EQ(load_raw(with_shape("[0,4611686018427387904,4611686018427387904]")).at("w").numel(), 0);
+  // NOTE [Shape overflow]: a zero-sized dimension holds no bytes, but the other extents still
+  // make strides, so they must multiply within int64.
+  expect_format_error(with_shape("[0,4611686018427387904,4611686018427387904]"), {"tensor 'w'", "64-bit"});
+  EXPECT_EQ(load_raw(with_shape("[0,1099511627776,4]")).at("w").numel(), 0);
 }
 
 TEST(SafeTensorsValidator, Offsets) {
