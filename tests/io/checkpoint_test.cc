@@ -122,8 +122,9 @@ TEST(Checkpoint, LoadedParametersAreCopiesNotAliases) {
   sgd(grads);  // an in-place update of every trainable parameter of a
   EXPECT_EQ(snapshot(*b), before) << "training one network changed another loaded from the same map";
   for (const auto& [n, p] : a->named_parameters())
-    if (p.requires_grad())
+    if (p.requires_grad()) {
       EXPECT_GT(host_max_abs_diff(p.value(), params.at(n)), 0.0) << n << ": the update did not happen";
+    }
   for (const auto& [n, p] : net->named_parameters())
     EXPECT_EQ(params.at(n).to_bytes(), p.value().to_bytes()) << n << ": the caller's map changed";
 }
