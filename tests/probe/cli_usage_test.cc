@@ -1,7 +1,7 @@
 // The command line a person meets (NOTE [A command line that helps]): unknown words named with a
 // suggestion, --version, and an example line in every command's --help.
+#include <cctype>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 
 #include "probe_test_util.h"
@@ -68,7 +68,13 @@ TEST_F(CliUsage, VersionNamesVersionCommitAndBuildType) {
 // Every command, found by walking the "Subcommands:" sections of --help, has an example line.
 TEST_F(CliUsage, EveryCommandsHelpHasAnExample) {
   std::vector<std::string> todo = {""}, seen;
-  const std::regex entry(R"(^  ([a-z][a-z0-9-]*)\s)");
+  // A subcommand entry: two spaces, a lower-case name of [a-z0-9-], then white space.
+  auto entry = [](const std::string& line) -> std::string {
+    if (line.size() < 4 || line.compare(0, 2, "  ") != 0 || line[2] < 'a' || line[2] > 'z') return "";
+    size_t e = 2;
+    while (e < line.size() && (std::islower((unsigned char)line[e]) || std::isdigit((unsigned char)line[e]) || line[e] == '-')) ++e;
+    return e < line.size() && std::isspace((unsigned char)line[e]) ? line.substr(2, e - 2) : "";
+  };
   while (!todo.empty()) {
     const std::string path = todo.back();
     todo.pop_back();
@@ -78,9 +84,10 @@ TEST_F(CliUsage, EveryCommandsHelpHasAnExample) {
     EXPECT_NE(r.output.find("Example: spore"), std::string::npos) << "`spore " << path << " --help` has no example";
     std::istringstream in(r.output.substr(std::min(r.output.size(), r.output.find("Subcommands:"))));
     std::string line;
-    std::smatch m;
-    while (std::getline(in, line))
-      if (std::regex_search(line, m, entry)) todo.push_back(path.empty() ? m[1].str() : path + " " + m[1].str());
+    while (std::getline(in, line)) {
+      const std::string name = entry(line);
+      if (!name.empty()) todo.push_back(path.empty() ? name : path + " " + name);
+    }
   }
   EXPECT_GE(seen.size(), 12u);  // spore, env, probe (3), samples (2), report (3) and the groups
 }
