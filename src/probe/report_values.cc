@@ -4,42 +4,33 @@
 // the tolerances; otherwise from the values and differences the run report keeps.
 //
 // Reports come from files a person may have edited or truncated, so every field is read through
-// the checked accessors below: a missing key or a wrong type shows as "-", never as a throw from
-// the JSON library or a crash.
+// the checked accessors of json_read.h (NOTE [Hostile JSON]): a missing key or a wrong type shows
+// as "-", never as a throw from the JSON library or a crash.
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "probe/json_read.h"
 #include "spore/error.h"
 #include "spore/probe/report.h"
 
 namespace spore::probe {
 namespace {
-
-// The member `key` of `j`, or nullptr when `j` is not an object or has no such member.
-const Json* field(const Json* j, const char* key) {
-  if (j == nullptr || !j->is_object() || !j->contains(key)) return nullptr;
-  return &j->at(key);
-}
-const Json* field(const Json& j, const char* key) { return field(&j, key); }
-
-const Json* array_field(const Json& j, const char* key) {
-  const Json* a = field(j, key);
-  return a != nullptr && a->is_array() ? a : nullptr;
-}
+using detail::elements;
+using detail::field;
 
 // One cell's text: numbers to 6 significant digits, strings as they are, the rest shortened.
-std::string cell(const Json* j) {
-  if (j == nullptr || j->is_null()) return "-";
-  if (j->is_string()) return j->get<std::string>();
-  if (j->is_number_float()) {
+std::string cell(const Json& j) {
+  if (j.is_null()) return "-";
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number_float()) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", j->get<double>());
+    std::snprintf(buf, sizeof buf, "%.6g", j.get<double>());
     return buf;
   }
-  std::string s = j->dump();
+  std::string s = j.dump();
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
@@ -80,21 +71,21 @@ size_t index_of(std::vector<std::string>& list, const std::string& s) {
 // Values named "MODE: FIGURE" become one table (a row per mode, a column per figure), so a
 // sample that measures the same figures in several modes reads as a comparison; other values
 // are listed as "name  value".
-std::string values_table(const Json* values, const std::string& indent) {
-  if (values == nullptr || !values->is_object() || values->empty()) return "";
+std::string values_table(const Json& values, const std::string& indent) {
+  if (!values.is_object() || values.empty()) return "";
   std::vector<std::string> modes, figures;
   std::vector<std::vector<std::string>> grid;  // [mode][figure]
   Table plain({"figure", "value"});
-  for (const auto& [key, v] : values->items()) {
+  for (const auto& [key, v] : values.items()) {
     const size_t sep = key.find(": ");
     if (sep == std::string::npos || sep == 0 || sep + 2 >= key.size()) {
-      plain.add({key, cell(&v)});
+      plain.add({key, cell(v)});
       continue;
     }
     const size_t m = index_of(modes, key.substr(0, sep)), f = index_of(figures, key.substr(sep + 2));
     if (grid.size() <= m) grid.resize(m + 1);
     if (grid[m].size() <= f) grid[m].resize(f + 1, "-");
-    grid[m][f] = cell(&v);
+    grid[m][f] = cell(v);
   }
   std::string out = plain.empty() ? "" : plain.str(indent);
   if (!modes.empty()) {
@@ -112,33 +103,32 @@ std::string values_table(const Json* values, const std::string& indent) {
 }
 
 std::string tolerance_text(const Json& c) {
-  const Json* atol = field(c, "atol");
-  const Json* rtol = field(c, "rtol");
-  std::string s = cell(atol);
-  if (rtol != nullptr && rtol->is_number() && rtol->get<double>() != 0) s += " + " + cell(rtol) + "*|ref|";
+  const Json& rtol = field(c, "rtol");
+  std::string s = cell(field(c, "atol"));
+  if (rtol.is_number() && rtol.get<double>() != 0) s += " + " + cell(rtol) + "*|ref|";
   return s;
 }
 
 std::string comparisons_table(const Json& results, const std::string& indent) {
-  const Json* list = array_field(results, "comparisons");
-  if (list == nullptr || list->empty()) return "";
+  const Json& list = elements(field(results, "comparisons"));
+  if (list.empty()) return "";
   Table t({"compared", "device", "n", "max|diff|", "tolerance", "ok"});
-  for (const Json& c : *list) {
-    const Json* ok = field(c, "within_tolerance");
+  for (const Json& c : list) {
+    const Json& ok = field(c, "within_tolerance");
     t.add({cell(field(c, "what")), cell(field(c, "device")), cell(field(c, "count")), cell(field(c, "max_abs_diff")),
-           tolerance_text(c), ok != nullptr && ok->is_boolean() ? (ok->get<bool>() ? "yes" : "NO") : "-"});
+           tolerance_text(c), ok.is_boolean() ? (ok.get<bool>() ? "yes" : "NO") : "-"});
   }
   return t.str(indent);
 }
 
 std::string artifacts_table(const Json& report, const std::string& indent) {
-  const Json* list = array_field(report, "artifacts");
-  if (list == nullptr || list->empty()) return "";
+  const Json& list = elements(field(report, "artifacts"));
+  if (list.empty()) return "";
   Table t({"artifact", "bytes", "sha256", "reload max|err|", "tolerance"});
-  for (const Json& a : *list) {
+  for (const Json& a : list) {
     std::string sha = cell(field(a, "sha256"));
     if (sha.size() > 16) sha = sha.substr(0, 16) + "...";
-    const Json* al = field(a, "alignment");
+    const Json& al = field(a, "alignment");
     t.add({cell(field(a, "name")), cell(field(a, "bytes")), sha, cell(field(al, "max_abs_error")),
            cell(field(al, "tolerance"))});
   }
@@ -146,15 +136,15 @@ std::string artifacts_table(const Json& report, const std::string& indent) {
 }
 
 std::string probe_figures(const Json& r) {
-  const Json* results = field(r, "results");
+  const Json& results = field(r, "results");
   std::string body = values_table(field(results, "values"), "    ");
-  if (results != nullptr) body += comparisons_table(*results, "    ");
+  body += comparisons_table(results, "    ");
   body += artifacts_table(r, "    ");
   std::ostringstream o;
   o << "  " << cell(field(r, "probe")) << ": " << cell(field(r, "verdict"));
-  if (const Json* ms = field(r, "duration_ms"); ms != nullptr && ms->is_number()) {
+  if (const Json& ms = field(r, "duration_ms"); ms.is_number()) {
     char buf[48];
-    std::snprintf(buf, sizeof buf, " in %.0f ms", ms->get<double>());
+    std::snprintf(buf, sizeof buf, " in %.0f ms", ms.get<double>());
     o << buf;
   }
   o << "\n" << (body.empty() ? "    (no figures recorded)\n" : body);
@@ -162,17 +152,17 @@ std::string probe_figures(const Json& r) {
 }
 
 std::string run_figures(const Json& r) {
-  const Json* rows = array_field(r, "results");
-  if (rows == nullptr) throw Error(ErrorCode::kFormat, "run report without a \"results\" list; is the file complete?");
+  const Json& rows = field(r, "results");
+  if (!rows.is_array()) throw Error(ErrorCode::kFormat, "run report without a \"results\" list; is the file complete?");
   std::ostringstream o;
   o << "values of run " << cell(field(r, "started_at")) << "\n";
-  for (const Json& x : *rows) {
+  for (const Json& x : rows) {
     // The probe's own report holds the tolerances: shown from it when the file is still there.
-    if (const Json* path = field(x, "report"); path != nullptr && path->is_string()) {
+    if (const Json& path = field(x, "report"); path.is_string()) {
       std::error_code ec;
-      if (std::filesystem::is_regular_file(path->get<std::string>(), ec)) {
+      if (std::filesystem::is_regular_file(path.get<std::string>(), ec)) {
         try {
-          o << probe_figures(read_json(path->get<std::string>()));
+          o << probe_figures(read_json(path.get<std::string>()));
           continue;
         } catch (const Error&) {
           // unreadable: fall back to the figures the run report itself keeps
@@ -181,10 +171,10 @@ std::string run_figures(const Json& r) {
     }
     o << "  " << cell(field(x, "probe")) << ": " << cell(field(x, "verdict")) << "\n";
     std::string body = values_table(field(x, "values"), "    ");
-    const Json* diffs = field(x, "max_abs_diff");
-    if (diffs != nullptr && diffs->is_object() && !diffs->empty()) {
+    const Json& diffs = field(x, "max_abs_diff");
+    if (diffs.is_object() && !diffs.empty()) {
       Table t({"compared", "max|diff|"});
-      for (const auto& [k, v] : diffs->items()) t.add({k, cell(&v)});
+      for (const auto& [k, v] : diffs.items()) t.add({k, cell(v)});
       body += t.str("    ");
     }
     o << (body.empty() ? "    (no figures recorded)\n" : body);
@@ -193,13 +183,11 @@ std::string run_figures(const Json& r) {
 }
 
 std::string op_matrix_figures(const Json& r) {
-  const Json* rows = array_field(r, "rows");
-  if (rows == nullptr) throw Error(ErrorCode::kFormat, "op-matrix report without a \"rows\" list; is the file complete?");
+  const Json& rows = field(r, "rows");
+  if (!rows.is_array()) throw Error(ErrorCode::kFormat, "op-matrix report without a \"rows\" list; is the file complete?");
   Table t({"op", "dtype", "verdict", "max|err| vs float64 CPU"});
-  for (const Json& row : *rows) {
-    const Json* cells = array_field(row, "cells");
-    if (cells == nullptr) continue;
-    for (const Json& c : *cells)
+  for (const Json& row : rows) {
+    for (const Json& c : elements(field(row, "cells")))
       t.add({cell(field(row, "op")), cell(field(c, "dtype")), cell(field(c, "verdict")), cell(field(c, "max_abs_err"))});
   }
   return "values of the op matrix on " + cell(field(r, "device")) + "\n" + t.str("  ");
@@ -208,7 +196,7 @@ std::string op_matrix_figures(const Json& r) {
 // The environment report has no "values" member: its figures are its scalar leaves.
 void flatten(const Json& j, const std::string& path, int depth, Table& t) {
   if (depth > 8) {  // reports are shallow; anything deeper is shown as one cell
-    t.add({path, cell(&j)});
+    t.add({path, cell(j)});
     return;
   }
   if (j.is_object()) {
@@ -216,14 +204,14 @@ void flatten(const Json& j, const std::string& path, int depth, Table& t) {
   } else if (j.is_array() && !j.empty() && (j.front().is_object() || j.front().is_array())) {
     for (size_t i = 0; i < j.size(); ++i) flatten(j[i], path + "[" + std::to_string(i) + "]", depth + 1, t);
   } else {
-    t.add({path, cell(&j)});
+    t.add({path, cell(j)});
   }
 }
 
 std::string env_figures(const Json& r) {
   Table t({"field", "value"});
   for (const char* section : {"binary", "cpu", "memory", "blas", "cuda", "threads"})
-    if (const Json* s = field(r, section)) flatten(*s, section, 0, t);
+    if (r.contains(section)) flatten(r.at(section), section, 0, t);  // r is an object here
   return "values of the environment report\n" + t.str("  ");
 }
 
@@ -241,9 +229,9 @@ std::string show_run_with_figures(const std::vector<Json>& probe_reports, const 
 }
 
 std::string show_report_values(const Json& r) {
-  const Json* kind = field(r, "kind");
-  if (kind == nullptr || !kind->is_string()) throw Error(ErrorCode::kFormat, "not a Spore report (no \"kind\" field)");
-  const std::string k = kind->get<std::string>();
+  const Json& kind = field(r, "kind");
+  if (!kind.is_string()) throw Error(ErrorCode::kFormat, "not a Spore report (no \"kind\" field)");
+  const std::string k = kind.get<std::string>();
   if (k == "probe") return "values of probe report\n" + probe_figures(r);
   if (k == "run") return run_figures(r);
   if (k == "op-matrix") return op_matrix_figures(r);
