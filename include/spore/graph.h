@@ -1,0 +1,96 @@
+// A traced graph: registry nodes over numbered values (NOTE [Graphs] in docs/design.md).
+//
+// A Graph holds the same `Node` type the tape records (include/spore/node.h): an op, its
+// attributes, and a range of operands. Where the tape's operands are tensors, a graph's are value
+// ids, so one graph runs many times on different tensors. The tracer builds a graph from the
+// nodes eager dispatch ran, the passes (src/graph/passes/) rewrite it, the executor plans every
+// node once (PlannedOp) and runs it, and the IR writer serialises it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "spore/node.h"
+#include "spore/op_registry.h"
+
+namespace spore::graph {
+
+using ValueId = uint32_t;
+inline constexpr ValueId kNoValue = ~ValueId{0};
+
+enum class ValueKind : uint8_t {
+  kInput,     // an argument of the function, bound at each call
+  kCaptured,  // a tensor the function read but did not make (a parameter, a closure's tensor):
+              // bound by reference, so in-place updates between calls are seen without re-tracing
+  kConstant,  // a tensor the graph owns (made inside the trace with no inputs, or folded)
+  kNode,      // an output of a node
+};
+const char* value_kind_name(ValueKind k);
+
+struct Value {
+  TensorMeta meta;
+  ValueKind kind = ValueKind::kNode;
+  int32_t node = -1;    // kNode: index of the producing node in nodes()
+  uint32_t output = 0;  // kNode: which of its outputs
+  Tensor tensor;        // kCaptured: the bound tensor; kConstant: the value
+  std::string name;     // optional: inputs, captured tensors, constants (dumps, the IR)
+};
+
+class Graph {
+ public:
+  // ---- building ----
+  ValueId add_input(const TensorMeta& meta, std::string name = {});
+  ValueId add_captured(const Tensor& tensor, std::string name = {});
+  ValueId add_constant(const Tensor& tensor, std::string name = {});
+  // Appends a node reading `inputs` (ids already in the graph) and producing one new value per
+  // entry of `outputs`; returns the node's index. Output ids are returned by outputs(node).
+  int add_node(const OpDef& def, const Attrs& attrs, std::span<const ValueId> inputs,
+               std::span<const TensorMeta> outputs);
+  void set_outputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
+  // Subgraphs of a node (cond's branches, while_loop's condition and body).
+  void set_subgraphs(int node, std::vector<std::shared_ptr<const Graph>> subgraphs);
+
+  // ---- reading ----
+  std::span<const Node> nodes() const { return nodes_; }
+  const Node& node(int i) const { return nodes_[i]; }
+  size_t num_nodes() const { return nodes_.size(); }
+  std::span<const ValueId> inputs(const Node& n) const { return {operands_.data() + n.first, n.num_inputs}; }
+  std::span<const ValueId> outputs(const Node& n) const {
+    return {operands_.data() + n.first + n.num_inputs, n.num_outputs};
+  }
+  std::span<const ValueId> inputs(int node) const { return inputs(nodes_[node]); }
+  std::span<const ValueId> outputs(int node) const { return outputs(nodes_[node]); }
+  const Value& value(ValueId id) const { return values_[id]; }
+  size_t num_values() const { return values_.size(); }
+  // The function's arguments in order (kInput values), the captured tensors in order of first
+  // use, and the function's results.
+  std::span<const ValueId> graph_inputs() const { return graph_inputs_; }
+  std::span<const ValueId> captured() const { return captured_; }
+  std::span<const ValueId> graph_outputs() const { return outputs_; }
+  std::span<const std::shared_ptr<const Graph>> subgraphs(int node) const;
+
+  // ---- rewriting (the passes) ----
+  // Every use of `from` (node operands and graph outputs) reads `to` instead.
+  void replace_uses(ValueId from, ValueId to);
+  // Replaces input `slot` of node `node`.
+  void set_input(int node, int slot, ValueId to);
+  // Drops the nodes with remove[i] set, keeping the others in order; their output values stay in
+  // the value table (dangling) but nothing may read them afterwards. Node indices change.
+  void remove_nodes(const std::vector<bool>& remove);
+  // Number of readers of each value (node operands plus graph outputs), indexed by ValueId.
+  std::vector<int> use_counts() const;
+  // Checks the invariants (operands defined before use, ids in range, producers consistent);
+  // throws kValue naming the first broken one. Tests and the executor call it after each pass.
+  void validate() const;
+
+ private:
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<ValueId> operands_;
+  std::vector<ValueId> graph_inputs_, captured_, outputs_;
+  std::vector<std::vector<std::shared_ptr<const Graph>>> subgraphs_;  // by node; often empty
+};
+
+}  // namespace spore::graph
