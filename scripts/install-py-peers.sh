@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Python peers for the comparison scripts in tools/ and bench/ (never linked into Spore): a
+# virtual environment in .venv-peers/ (ignored), PyPI packages by group. Idempotent: pip skips
+# what is there. Output goes to outputs/setup.log (NOTE [Quiet set-up]).
+#   scripts/install-py-peers.sh nlp      tokenizers, transformers, tiktoken, jinja2 (issue 11 fixtures, bench)
+#   scripts/install-py-peers.sh onnx     onnx, onnxruntime
+#   scripts/install-py-peers.sh llm      llama-cpp-python, gguf
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib/progress.sh
+venv=.venv-peers
+if [ ! -x "$venv/bin/python" ]; then
+  step "creating the peers' virtual environment in $venv" python3 -m venv "$venv"
+fi
+pkgs=()
+for group in "$@"; do
+  case "$group" in
+    nlp) pkgs+=(tokenizers transformers tiktoken jinja2 numpy) ;;
+    onnx) pkgs+=(onnx onnxruntime numpy) ;;
+    llm) pkgs+=(llama-cpp-python gguf numpy) ;;
+    *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm)" >&2; exit 2 ;;
+  esac
+done
+if [ ${#pkgs[@]} -gt 0 ]; then
+  step "installing into $venv: ${pkgs[*]}" "$venv/bin/pip" install -q "${pkgs[@]}"
+fi
