@@ -9,6 +9,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       libdnnl-dev libopenblas-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libssl-dev zlib1g-dev ccache
+      flatbuffers-compiler libflatbuffers-dev  # the model IR's header (NOTE [Model IR])
       python3-sklearn  # python3-sklearn: only for the 8x8 digits data set the CNN example trains on
       clang libclang-rt-14-dev libomp-dev)  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
 if [ "${1:-}" = "--bench" ]; then

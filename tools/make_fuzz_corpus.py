@@ -96,13 +96,21 @@ def main():
                                       "counts": {"observed-pass": 1}}).encode(),
         "nested_values.json": b'{"kind":"probe","results":{"values":{"v":[[[[1]]]],"s":"x"}},"artifacts":[1]}',
     }
+    # Model IR: the committed files of every version (tests/fixtures/ir/), as the target reads
+    # them: byte 0 odd = a body the target seals with its SHA-256, even = the file as is.
+    ir_dir = os.path.join(FIX, "ir")
+    for name in sorted(os.listdir(ir_dir)):
+        data = open(os.path.join(ir_dir, name), "rb").read()
+        put("ir", name + ".sealed", b"\x01" + data[:-32])
+        put("ir", name + ".raw", b"\x00" + data)
     for target in ["report_show", "report_validate"]:
         for name in ["probe-01_tensor_ops.json", "run-a.json"]:
             copy(target, os.path.join(FIX, "probe", name))
         for name, data in reports.items():
             put(target, name, data)
-    for name in os.listdir(os.path.join(ROOT, "schemas")):  # schemas as inputs: the schema reader
-        copy("report_validate", os.path.join(ROOT, "schemas", name))
+    for name in sorted(os.listdir(os.path.join(ROOT, "schemas"))):  # schemas as inputs: the schema reader
+        if name.endswith(".json"):
+            copy("report_validate", os.path.join(ROOT, "schemas", name))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ class Attrs {
   static constexpr int kMax = 8;
   Attrs() = default;
   Attrs(std::initializer_list<AttrValue> values);
+  // From a list built at run time (a file reader); kValue beyond kMax values.
+  static Attrs from(std::span<const AttrValue> values);
   // Builds the values in place (a braced list copies each value twice, which for the int-list
   // attributes of reshape, permute, expand and the reductions is two allocations per call).
   template <typename... T>

@@ -89,6 +89,15 @@ Attrs::Attrs(std::initializer_list<AttrValue> values) {
   for (const AttrValue& v : values) v_[n_++] = v;
 }
 
+Attrs Attrs::from(std::span<const AttrValue> values) {
+  if (values.size() > (size_t)kMax)
+    throw Error(ErrorCode::kValue, "an op takes at most " + std::to_string(kMax) + " attributes, got " +
+                                       std::to_string(values.size()));
+  Attrs a;
+  for (const AttrValue& v : values) a.v_[a.n_++] = v;
+  return a;
+}
+
 std::vector<DType> OpDef::supported_dtypes(int backend) const {
   std::vector<DType> out;
   for (DType t : kAllDTypes)

@@ -21,5 +21,6 @@ void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::strin
 void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_verify_command(CLI::App& app, Handlers& h);
+void add_ir_commands(CLI::App& app, Handlers& h);
 
 }  // namespace spore::cli

@@ -4,6 +4,7 @@
 //   spore samples list | run-all       the chapter's sample suite, each sample in its own process
 //   spore report show [--values] | diff | validate
 //   spore verify PATH                  an artifact against its lock
+//   spore ir info | convert            model IR files
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   spore::cli::add_sample_commands(app, handlers, command);
   spore::cli::add_report_commands(app, handlers, command);
   spore::cli::add_verify_command(app, handlers);
+  spore::cli::add_ir_commands(app, handlers);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
