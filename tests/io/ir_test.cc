@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "io_test_util.h"
+#include "ir_test_models.h"
 #include "probe/op_matrix_factories.h"
 #include "spore/format.h"
 #include "spore/ops.h"
@@ -17,42 +18,9 @@ namespace {
 using ir::Dim;
 using ir::ValueKind;
 
-std::vector<Dim> fixed(std::initializer_list<int64_t> extents) {
-  std::vector<Dim> d;
-  for (int64_t e : extents) d.push_back({e, {}});
-  return d;
-}
-
-ir::Value input(std::string name, DType t, std::vector<Dim> dims) { return {std::move(name), ValueKind::kInput, t, std::move(dims), {}}; }
-ir::Value param(std::string name, const Tensor& data) {
-  std::vector<Dim> dims;
-  for (int64_t e : data.shape()) dims.push_back({e, {}});
-  return {std::move(name), ValueKind::kParameter, data.dtype(), dims, data};
-}
-ir::Value node_value(DType t, std::vector<Dim> dims) { return {"", ValueKind::kNode, t, std::move(dims), {}}; }
-
-// x[batch, 3] @ w[3, 4] + b[4] -> relu: the smallest network with a parameter, a broadcast and an
-// activation. `batch` symbolic when `symbolic` (which needs IR version 2).
-ir::Model dense_relu(bool symbolic) {
-  ir::Model m;
-  m.producer_version = "test";
-  std::vector<Dim> batch = {symbolic ? Dim{-1, "batch"} : Dim{2, {}}};
-  auto with = [&](int64_t n) { auto d = batch; d.push_back({n, {}}); return d; };
-  ir::Graph& g = m.graph;
-  g.values.push_back(input("x", DType::kFloat32, with(3)));                               // 0
-  g.values.push_back(param("w", reshape(arange(0, 12, 1, DType::kFloat32), {3, 4})));      // 1
-  g.values.push_back(param("b", full({4}, 0.5)));                                         // 2
-  g.values.push_back(node_value(DType::kFloat32, with(4)));                                // 3
-  g.values.push_back(node_value(DType::kFloat32, with(4)));                                // 4
-  g.values.push_back(node_value(DType::kFloat32, with(4)));                                // 5
-  g.nodes.push_back({&op_def(OpId::k_matmul), {}, {0, 1}, {3}, {}});
-  g.nodes.push_back({&op_def(OpId::k_add), {}, {3, 2}, {4}, {}});
-  g.nodes.push_back({&op_def(OpId::k_relu), {}, {4}, {5}, {}});
-  g.inputs = {0};
-  g.outputs = {5};
-  m.metadata = {{"task", "dense"}};
-  return m;
-}
+ir::Model dense_relu(bool symbolic) { return dense_relu_model(symbolic); }
+ir::Value param(std::string name, const Tensor& data) { return ir_param(std::move(name), data); }
+ir::Value node_value(DType t, std::vector<Dim> dims) { return ir_node_value(t, std::move(dims)); }
 
 std::vector<uint8_t> reseal(std::vector<uint8_t> bytes) {  // recompute the trailing SHA-256
   const size_t body = bytes.size() - 32;

@@ -22,5 +22,6 @@ void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::stri
 void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_verify_command(CLI::App& app, Handlers& h);
 void add_ir_commands(CLI::App& app, Handlers& h);
+void add_lite_commands(CLI::App& app, Handlers& h);
 
 }  // namespace spore::cli

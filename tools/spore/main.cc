@@ -5,6 +5,7 @@
 //   spore report show [--values] | diff | validate
 //   spore verify PATH                  an artifact against its lock
 //   spore ir info | convert            model IR files
+//   spore lite run FILE --input NAME=FILE.npy --output DIR   a model in the Lite runtime
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   spore::cli::add_report_commands(app, handlers, command);
   spore::cli::add_verify_command(app, handlers);
   spore::cli::add_ir_commands(app, handlers);
+  spore::cli::add_lite_commands(app, handlers);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

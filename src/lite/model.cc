@@ -1,0 +1,231 @@
+// Lite's Model: format check first, then targets, then the plan (NOTE [Lite runtime]).
+#include <cstring>
+#include <fstream>
+
+#include "lite/executor.h"
+#include "spore/backend.h"
+#include "spore/context.h"
+#include "spore/error.h"
+#include "spore/ir.h"
+#include "spore/lite.h"
+
+namespace spore::lite {
+
+const char* model_type_name(ModelType t) {
+  switch (t) {
+    case ModelType::kAuto: return "auto";
+    case ModelType::kSpore: return "spore";
+    case ModelType::kMindIR: return "mindir";
+    case ModelType::kONNX: return "onnx";
+  }
+  return "?";
+}
+
+std::pair<uint32_t, uint32_t> readable_ir_versions() { return {ir::kOldestVersion, ir::kNewestVersion}; }
+
+std::string TensorInfo::str() const {
+  std::string s = name + ": " + dtype_name(dtype) + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (symbols[i].empty() ? std::to_string(shape[i]) : symbols[i]);
+  return s + "]";
+}
+
+struct Model::Impl {
+  std::string label;
+  std::vector<TensorInfo> inputs, outputs;
+  std::string target;
+  std::vector<std::string> skipped;
+  int num_threads = 0;
+  std::unique_ptr<Executor> executor;
+  std::vector<std::vector<int64_t>> fixed;  // per input: extents after resize (-1: still free)
+};
+
+namespace {
+
+// The format by content: Spore IR's magic; an ONNX or MindIR protobuf otherwise (their first
+// byte is a field tag, which cannot tell them apart reliably, so the type must be named).
+ModelType detect(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIO, "cannot open model file " + path.string());
+  char head[8] = {};
+  f.read(head, 8);
+  if (f.gcount() == 8 && std::memcmp(head, ir::kMagic, 8) == 0) return ModelType::kSpore;
+  const std::string ext = path.extension().string();
+  if (ext == ".onnx") return ModelType::kONNX;
+  if (ext == ".mindir") return ModelType::kMindIR;
+  throw Error(ErrorCode::kFormat, path.string() + ": not a Spore IR file, and the name says neither .onnx nor "
+                                                  ".mindir; pass the ModelType explicitly");
+}
+
+TensorInfo info_of(const ir::Graph& g, uint32_t id) {
+  const ir::Value& v = g.values[id];
+  TensorInfo t{v.name.empty() ? "%" + std::to_string(id) : v.name, v.dtype, {}, {}};
+  for (const ir::Dim& d : v.dims) {
+    t.shape.push_back(d.symbolic() ? -1 : d.extent);
+    t.symbols.push_back(d.symbol);
+  }
+  return t;
+}
+
+// The first target this build has with a device present; the skipped ones with the reason.
+Device choose_target(const Context& ctx, const std::string& label, std::string& chosen, std::vector<std::string>& skipped) {
+  if (ctx.targets.empty()) throw Error(ErrorCode::kValue, label + ": the context lists no targets; add \"cpu\"");
+  for (const std::string& name : ctx.targets) {
+    const int id = find_backend(name == "gpu" ? "cuda" : name);
+    if (id < 0) {
+      skipped.push_back(name + ": not built into this Spore");
+      continue;
+    }
+    if (backend(id).device_count() == 0) {
+      skipped.push_back(name + ": no device present");
+      continue;
+    }
+    chosen = name;
+    return Device{(uint8_t)id, 0};
+  }
+  std::string why;
+  for (const auto& s : skipped) why += "\n  " + s;
+  throw Error(ErrorCode::kDevice, label + ": none of the context's targets is available:" + why +
+                                      "\nadd \"cpu\" to the context's targets");
+}
+
+}  // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::build_from_file(const std::filesystem::path& path, ModelType type, const Context& context) {
+  const std::string label = path.string();
+  const ModelType actual = detect(path);
+  if (type != ModelType::kAuto && type != actual)
+    throw Error(ErrorCode::kFormat, label + " is a " + model_type_name(actual) + " file, but ModelType " +
+                                        model_type_name(type) + " was asked for; pass ModelType " +
+                                        model_type_name(actual) + " (or auto)");
+  if (actual != ModelType::kSpore)
+    throw Error(ErrorCode::kUnsupported, label + ": Lite does not read " + model_type_name(actual) +
+                                             " files in this build yet; export the network to Spore IR "
+                                             "(spore::export_model) and load that");
+  // The format first: a version or corruption problem is reported before any target is touched.
+  ir::Model m = ir::read_model(path);
+  auto impl = std::make_unique<Impl>();
+  impl->label = label;
+  impl->num_threads = context.num_threads;
+  for (uint32_t id : m.graph.inputs) impl->inputs.push_back(info_of(m.graph, id));
+  for (uint32_t id : m.graph.outputs) impl->outputs.push_back(info_of(m.graph, id));
+  for (const TensorInfo& t : impl->inputs) impl->fixed.push_back(t.shape);
+  const Device device = choose_target(context, label, impl->target, impl->skipped);
+  impl->executor = std::make_unique<Executor>(std::move(m.graph), device, label);
+  Model model(std::move(impl));
+  // Fully fixed signatures are planned now, so every op error surfaces here, not at predict.
+  std::vector<Shape> shapes;
+  bool all_fixed = true;
+  for (const auto& f : model.impl_->fixed) {
+    for (int64_t e : f) all_fixed = all_fixed && e >= 0;
+    if (all_fixed) shapes.push_back(Shape(f));
+  }
+  if (all_fixed) {
+    ContextSettings settings = spore::context();
+    settings.device = device;
+    settings.num_threads = context.num_threads;
+    ContextScope scope(settings);
+    model.impl_->executor->plan(shapes);
+  }
+  return model;
+}
+
+const std::vector<TensorInfo>& Model::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Model::outputs() const { return impl_->outputs; }
+const std::string& Model::target() const { return impl_->target; }
+const std::vector<std::string>& Model::skipped_targets() const { return impl_->skipped; }
+
+void Model::resize(const std::map<std::string, std::vector<int64_t>>& shapes) {
+  std::map<std::string, int64_t> bound;  // symbol -> extent, across inputs
+  for (const auto& [name, shape] : shapes) {
+    size_t i = 0;
+    while (i < impl_->inputs.size() && impl_->inputs[i].name != name) ++i;
+    if (i == impl_->inputs.size()) throw Error(ErrorCode::kValue, impl_->label + ": resize: the model has no input '" + name + "'");
+    const TensorInfo& t = impl_->inputs[i];
+    if (shape.size() != t.shape.size())
+      throw Error(ErrorCode::kValue, impl_->label + ": resize: input " + t.str() + " has " + std::to_string(t.shape.size()) +
+                                         " dimensions, not " + std::to_string(shape.size()));
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] < 0) throw Error(ErrorCode::kValue, impl_->label + ": resize: input '" + name + "' gets a negative extent");
+      if (t.symbols[d].empty() && shape[d] != t.shape[d])
+        throw Error(ErrorCode::kValue, impl_->label + ": resize: dimension " + std::to_string(d) + " of input " + t.str() +
+                                           " is fixed at " + std::to_string(t.shape[d]));
+      if (!t.symbols[d].empty()) {
+        auto [it, fresh] = bound.emplace(t.symbols[d], shape[d]);
+        if (!fresh && it->second != shape[d])
+          throw Error(ErrorCode::kValue, impl_->label + ": resize: symbol '" + t.symbols[d] + "' gets two extents, " +
+                                             std::to_string(it->second) + " and " + std::to_string(shape[d]));
+      }
+    }
+    impl_->fixed[i] = shape;
+  }
+}
+
+std::vector<Tensor> Model::predict(const std::vector<Tensor>& inputs) {
+  Impl& m = *impl_;
+  auto signature = [&] {
+    std::string s;
+    for (const auto& t : m.inputs) s += (s.empty() ? "" : ", ") + t.str();
+    return "(" + s + ")";
+  };
+  if (inputs.size() != m.inputs.size())
+    throw Error(ErrorCode::kValue, m.label + ": predict got " + std::to_string(inputs.size()) + " inputs; the model takes " +
+                                       std::to_string(m.inputs.size()) + " " + signature());
+  const Device device = m.executor->device();
+  std::vector<Shape> shapes;
+  std::vector<Tensor> ready;
+  std::map<std::string, int64_t> bound;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& want = m.inputs[i];
+    const Tensor& t = inputs[i];
+    auto mismatch = [&](const std::string& what) {
+      throw Error(ErrorCode::kValue, m.label + ": input '" + want.name + "' " + what + "; expected " + want.str() +
+                                         " (the model's inputs: " + signature() + ")");
+    };
+    if (!t.defined()) mismatch("is an undefined tensor");
+    if (t.dtype() != want.dtype) mismatch(std::string("is ") + dtype_name(t.dtype()));
+    if (t.ndim() != (int)want.shape.size()) mismatch("has shape " + t.shape().str());
+    for (int d = 0; d < t.ndim(); ++d) {
+      const int64_t fixed = m.fixed[i][d];
+      if (fixed >= 0 && t.shape()[d] != fixed) mismatch("has shape " + t.shape().str());
+      if (!want.symbols[d].empty()) {
+        auto [it, fresh] = bound.emplace(want.symbols[d], t.shape()[d]);
+        if (!fresh && it->second != t.shape()[d])
+          mismatch("gives symbol '" + want.symbols[d] + "' the extent " + std::to_string(t.shape()[d]) + " where another input gave " +
+                   std::to_string(it->second));
+      }
+    }
+    shapes.push_back(t.shape());
+    Tensor c = t.device() == device ? t : t.to(device);
+    ready.push_back(c.is_contiguous() ? c : c.contiguous());
+  }
+  ContextSettings settings = spore::context();
+  settings.device = device;
+  settings.num_threads = m.num_threads;
+  ContextScope scope(settings);
+  if (!m.executor->planned_for(shapes)) m.executor->plan(shapes);
+  return m.executor->run(ready);
+}
+
+std::vector<Tensor> Model::predict(const std::map<std::string, Tensor>& inputs) {
+  std::vector<Tensor> ordered;
+  for (const TensorInfo& t : impl_->inputs) {
+    auto it = inputs.find(t.name);
+    if (it == inputs.end()) throw Error(ErrorCode::kValue, impl_->label + ": predict: no tensor for input " + t.str());
+    ordered.push_back(it->second);
+  }
+  if (inputs.size() != ordered.size())
+    for (const auto& [name, _] : inputs) {
+      bool known = false;
+      for (const TensorInfo& t : impl_->inputs) known = known || t.name == name;
+      if (!known) throw Error(ErrorCode::kValue, impl_->label + ": predict: the model has no input '" + name + "'");
+    }
+  return predict(ordered);
+}
+
+}  // namespace spore::lite

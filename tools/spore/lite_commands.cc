@@ -1,0 +1,128 @@
+// spore lite run FILE --input NAME=FILE.npy ... --output DIR: runs a model in Lite from the
+// command line, times it, and writes each output as .npy (NOTE [Lite runtime]).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "spore/data.h"
+#include "spore/error.h"
+#include "spore/lite.h"
+#include "spore/ops.h"
+
+namespace spore::cli {
+namespace {
+
+struct LiteRunOptions {
+  std::string file, output, targets = "cpu";
+  std::vector<std::string> inputs;
+  int repeat = 10, threads = 0;
+  bool zeros = false;
+};
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= s.size()) {
+    size_t next = s.find(',', at);
+    if (next == std::string::npos) next = s.size();
+    if (next > at) out.push_back(s.substr(at, next - at));
+    at = next + 1;
+  }
+  return out;
+}
+
+int run(const LiteRunOptions& o) {
+  lite::Context ctx{split_commas(o.targets), o.threads};
+  auto t0 = std::chrono::steady_clock::now();
+  lite::Model model = lite::Model::build_from_file(o.file, lite::ModelType::kAuto, ctx);
+  const double build_ms = ms_since(t0);
+  std::map<std::string, Tensor> given;
+  for (const std::string& spec : o.inputs) {
+    const size_t eq = spec.find('=');
+    std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    const std::string path = eq == std::string::npos ? spec : spec.substr(eq + 1);
+    if (name.empty()) {
+      if (model.inputs().size() != 1)
+        throw Error(ErrorCode::kValue, "--input " + spec + ": the model has " + std::to_string(model.inputs().size()) +
+                                           " inputs; name each as NAME=FILE.npy");
+      name = model.inputs()[0].name;
+    }
+    given[name] = data::load_npy(path);
+  }
+  std::vector<Tensor> inputs;
+  for (const lite::TensorInfo& t : model.inputs()) {
+    auto it = given.find(t.name);
+    if (it != given.end()) {
+      inputs.push_back(it->second);
+      continue;
+    }
+    bool fixed = std::all_of(t.shape.begin(), t.shape.end(), [](int64_t e) { return e >= 0; });
+    if (!o.zeros || !fixed)
+      throw Error(ErrorCode::kValue, "no --input for " + t.str() + (fixed ? " (or pass --zeros to time the model on zeros)" : ""));
+    inputs.push_back(zeros(t.shape, t.dtype));
+  }
+  t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> outputs = model.predict(inputs);
+  const double first_ms = ms_since(t0);
+  std::vector<double> times;
+  for (int r = 0; r < o.repeat; ++r) {
+    t0 = std::chrono::steady_clock::now();
+    outputs = model.predict(inputs);
+    times.push_back(ms_since(t0));
+  }
+  std::printf("model   %s\ntarget  %s", o.file.c_str(), model.target().c_str());
+  for (const auto& s : model.skipped_targets()) std::printf("  (skipped %s)", s.c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    std::printf("input   %-30s given %s\n", model.inputs()[i].str().c_str(), inputs[i].shape().str().c_str());
+  if (!o.output.empty()) std::filesystem::create_directories(o.output);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string name = model.outputs()[i].name;
+    if (name.empty() || name[0] == '%') name = "output" + std::to_string(i);
+    std::printf("output  %-30s %s", model.outputs()[i].str().c_str(), outputs[i].shape().str().c_str());
+    if (!o.output.empty()) {
+      const std::string path = (std::filesystem::path(o.output) / (name + ".npy")).string();
+      Tensor out = outputs[i].dtype() == DType::kBFloat16 ? outputs[i].to(DType::kFloat32) : outputs[i];
+      data::save_npy(path, out.to(Device::cpu()));
+      std::printf("  -> %s", path.c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf("build   %.2f ms   first predict %.3f ms\n", build_ms, first_ms);
+  if (!times.empty()) {
+    std::sort(times.begin(), times.end());
+    std::printf("predict median %.3f ms   min %.3f ms   p90 %.3f ms   (%d runs)\n", times[times.size() / 2], times.front(),
+                times[std::min(times.size() - 1, times.size() * 9 / 10)], o.repeat);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_lite_commands(CLI::App& app, Handlers& h) {
+  auto* lite_cmd = add_command(app, "lite", "The Lite inference runtime", "spore lite run model.spore --input x=x.npy --output out");
+  lite_cmd->require_subcommand(1);
+  auto* run_cmd = add_command(*lite_cmd, "run", "Build a model in Lite, predict, time it, and write its outputs as .npy",
+                              "spore lite run model.spore --input x=x.npy --output out");
+  auto o = std::make_shared<LiteRunOptions>();
+  run_cmd->add_option("FILE", o->file, "Model file (Spore IR)")->required();
+  run_cmd->add_option("--input", o->inputs, "NAME=FILE.npy, once per input (FILE.npy alone for a one-input model)");
+  run_cmd->add_option("--output", o->output, "Directory for the outputs (<name>.npy)");
+  run_cmd->add_option("--repeat", o->repeat, "Timed predictions after the first")->capture_default_str();
+  run_cmd->add_option("--threads", o->threads, "Threads (0: one per core)")->capture_default_str();
+  run_cmd->add_option("--target", o->targets, "Targets in order of preference, comma-separated")->capture_default_str();
+  run_cmd->add_flag("--zeros", o->zeros, "Fill inputs not given with zeros (timing only)");
+  run_cmd->callback([&h, o] { h.action = [o] { return run(*o); }; });
+}
+
+}  // namespace spore::cli
