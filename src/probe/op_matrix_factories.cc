@@ -370,8 +370,8 @@ FactoryTable build() {
   f[OpId::k_fused_elementwise] = [](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{3}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) {
-                         return dispatch1(OpId::k_fused_elementwise, {x[0], x[1]},
-                                          Attrs::of(std::string("mul %0 %1; add $0 %0")));
+                         static const Attrs program = Attrs::of(std::string("mul %0 %1; add $0 %0"));
+                         return dispatch1(OpId::k_fused_elementwise, std::span<const Tensor>(x), program);
                        });
   };
   return f;

@@ -37,7 +37,7 @@ bool foldable(const Graph& g, int i, const std::vector<std::vector<int>>& writer
 
 PassStats fold_constants(Graph& g) {
   PassStats stats = start_stats("fold", g);
-  const auto writers = writers_of_values(g);
+  auto writers = writers_of_values(g);
   std::vector<bool> remove(g.num_nodes(), false);
   std::vector<Tensor> args;
   for (int i = 0; i < (int)g.num_nodes(); ++i) {
@@ -62,6 +62,7 @@ PassStats fold_constants(Graph& g) {
       Tensor value = n.def->view ? results[o].clone() : results[o];
       g.replace_uses(outs[o], g.add_constant(value, std::string(n.def->name) + "_folded"));
     }
+    writers.resize(g.num_values());  // the new constants: written by no node
     remove[i] = true;
   }
   g.remove_nodes(remove);
