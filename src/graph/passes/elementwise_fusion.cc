@@ -2,10 +2,11 @@
 // intermediates nobody else reads becomes one fused_elementwise node, which makes one pass over
 // memory instead of writing and re-reading each intermediate.
 //
-// A node joins its reader's group when: it is an op the fused kernel runs with the standalone
-// kernel's own loop and no promotion cast (ops::fused_result_dtype agrees with the node's output
-// dtype); its one output is read only by that reader (not by a second node, not a graph output:
-// such a value must be materialised anyway, so it becomes an input of the group instead); its
+// A node joins a group when: it is an op the fused kernel runs with the standalone kernel's own
+// loop and no promotion cast (ops::fused_result_dtype agrees with the node's output dtype); its
+// one output is read only by members of the group (any number of times, as in x * x or a
+// diamond; a value read outside the group or returned by the graph must be materialised anyway,
+// so it becomes an input of the group instead, and is not recomputed); its
 // output has the group's shape (it is computed per output element; a smaller intermediate that
 // broadcasts later would be recomputed per element, which we do not do); it writes nothing; and
 // none of its inputs is written in place between it and the group's root, where the fused node
@@ -59,26 +60,37 @@ class Fuser {
  private:
   std::vector<int> grow(int root) {
     const Shape& shape = g_.value(g_.outputs(root)[0]).meta.shape;
-    std::vector<int> members{root}, stack{root};
+    std::vector<int> members{root};
     taken_[root] = true;
-    while (!stack.empty()) {
-      const int m = stack.back();
-      stack.pop_back();
-      for (ValueId v : g_.inputs(m)) {
-        const Value& val = g_.value(v);
-        if (val.kind != ValueKind::kNode || uses_[v] != 1 || !writers_[v].empty()) continue;
-        const int p = val.node;
-        if (taken_[p] || !fusable_[p] || val.meta.shape != shape) continue;
-        bool moved_past_write = false;
-        for (ValueId x : g_.inputs(p)) moved_past_write = moved_past_write || written_between(writers_, x, p, root);
-        if (moved_past_write) continue;
-        taken_[p] = true;
-        members.push_back(p);
-        stack.push_back(p);
+    // To a fixed point: a value read twice inside the group (mul a a, or a diamond) joins once
+    // every one of its readers has.
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t k = 0; k < members.size(); ++k) {
+        for (ValueId v : g_.inputs(members[k])) {
+          const Value& val = g_.value(v);
+          if (val.kind != ValueKind::kNode || !writers_[v].empty()) continue;
+          const int p = val.node;
+          if (taken_[p] || !fusable_[p] || val.meta.shape != shape) continue;
+          if (reads_within(members, v) != uses_[v]) continue;  // read outside, or a graph output
+          bool moved_past_write = false;
+          for (ValueId x : g_.inputs(p)) moved_past_write = moved_past_write || written_between(writers_, x, p, root);
+          if (moved_past_write) continue;
+          taken_[p] = true;
+          members.push_back(p);
+          grew = true;
+        }
       }
     }
     std::sort(members.begin(), members.end());  // node order is a topological order
     return members;
+  }
+
+  int reads_within(const std::vector<int>& members, ValueId v) const {
+    int reads = 0;
+    for (int m : members)
+      for (ValueId x : g_.inputs(m)) reads += x == v;
+    return reads;
   }
 
   void replace(const std::vector<int>& members, int root, PassStats& stats) {
