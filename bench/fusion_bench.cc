@@ -7,7 +7,7 @@
 //    0.9 of the triad's bandwidth.
 //  * gelu(x * w + b) over [8192, 4096] float32 (b a broadcast row): fused node against the three
 //    eager ops.
-// Run: build/release/bench/fusion_bench [rounds]
+// Run: build/release/bench/fusion_bench [rounds] [--no-chain]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
   auto chain_eager = [&] { Tensor r = gelu(x * w + bias); };
 
   std::vector<std::function<void()>> fns{triad, loop4, fused, eager, chain_fused, chain_eager};
+  if (argc > 2 && std::string(argv[2]) == "--no-chain") fns.resize(4);
   std::vector<std::vector<double>> t(fns.size());
   for (auto& f : fns) f();  // warm up: page in every buffer
   for (int r = 0; r < rounds; ++r)
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
   report("eager mul, add (6 arrays)", m[3], 6 * arr);
   std::printf("  fused / triad bandwidth: %.2f (target >= 0.9); fused / plain loop: %.2f; eager / fused time: %.2f\n",
               (4 * arr / m[2]) / (3 * arr / m[0]), (4 * arr / m[2]) / (4 * arr / m[1]), m[3] / m[2]);
+  if (fns.size() == 4) return 0;
   const double carr = (double)rows * cols * 4;
   std::printf("gelu(x * w + b), [%lld, %lld] float32, b a row (program: %s)\n", (long long)rows, (long long)cols,
               chain.node(0).attrs.s(0).c_str());
