@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/cpu_features.h"
+#include "spore/autograd.h"
 #include "graph_eval.h"
 #include "test_util.h"
 
@@ -188,8 +189,24 @@ TEST(Fusion, ProgramsAreCheckedWhenDispatched) {
   EXPECT_EQ(run({x, full({}, 2.0)}, "add %0 %1; mul $0 %0").to_vector<float>(), (std::vector<float>{3, 3}));
 }
 
-TEST(Fusion, FusedNodesAreNotDifferentiable) {
-  EXPECT_FALSE(op_def(OpId::k_fused_elementwise).differentiable);
+TEST(Fusion, GradientsOfAFusedNodeAreTheUnfusedOnes) {
+  // d/dx, d/dw, d/db of sum(gelu(x * w + b)) with b a broadcast row, fused against unfused; the
+  // rule replays the ops' own rules, so the gradients agree to the last bit.
+  Tensor x = sample({4, 5}, DType::kFloat32, 13), w = sample({4, 5}, DType::kFloat32, 14);
+  Tensor bias = sample({5}, DType::kFloat32, 15);
+  const Attrs program = Attrs::of(std::string("mul %0 %1; add $0 %2; gelu $1"));
+  auto fused = value_and_grad(
+      [&](const std::vector<Tensor>& in) {
+        std::vector<Tensor> args{in[0], in[1], in[2]};
+        return sum(dispatch1(OpId::k_fused_elementwise, args, program));
+      },
+      {0, 1, 2});
+  auto unfused = value_and_grad([](const std::vector<Tensor>& in) { return sum(gelu(in[0] * in[1] + in[2])); },
+                                {0, 1, 2});
+  ValueAndGrad got = fused({x, w, bias}), want = unfused({x, w, bias});
+  test::expect_bitwise({got.value}, {want.value});
+  test::expect_bitwise(got.input_grads, want.input_grads);
+  EXPECT_EQ(got.input_grads[2].shape(), (Shape{5}));
 }
 
 }  // namespace
