@@ -59,6 +59,29 @@ TEST(DeadCode, KeepsOptimizerUpdatesWithNoOutputs) {
   for (float v : p.to_vector<float>()) EXPECT_FLOAT_EQ(v, 1.0f - 0.1f * 1.0f);
 }
 
+TEST(DeadCode, KeepsNodesWhoseSubgraphsWrite) {
+  // A node standing for cond/while_loop: its output is unread, but its body assigns in place.
+  Builder body;
+  ValueId p = body.captured(zeros({2}), "p");
+  ValueId v = body.input(full({2}, 1.0));
+  body.node_n(OpId::k_assign, {p, v});
+  Builder pure;
+  ValueId u = pure.input(full({2}, 1.0));
+  pure.outputs({pure.node(OpId::k_exp, {u})});
+
+  Builder b;
+  ValueId x = b.input(full({2}, 3.0));
+  ValueId effect = b.node(OpId::k_copy, {x});
+  ValueId no_effect = b.node(OpId::k_copy, {x});
+  b.g.set_subgraphs(b.g.value(effect).node, {std::make_shared<const Graph>(body.g)});
+  b.g.set_subgraphs(b.g.value(no_effect).node, {std::make_shared<const Graph>(pure.g)});
+  b.outputs({});
+  eliminate_dead_code(b.g);
+  b.g.validate();
+  ASSERT_EQ(b.g.num_nodes(), 1u);
+  EXPECT_EQ(b.g.subgraphs(0)[0]->node(0).op(), OpId::k_assign);
+}
+
 TEST(DeadCode, GraphOutputsAndTheirProducersStay) {
   Builder b;
   ValueId x = b.input(full({2}, 3.0));

@@ -1,9 +1,24 @@
 // Dead-code elimination (NOTE [Graph passes]): drops the nodes none of whose outputs is read by a
 // kept node or is a graph output. A node that writes an input in place (an optimizer update,
-// assign) is an effect, not a value: it is always kept, and with it everything it reads.
+// assign), or whose subgraphs do, is an effect, not a value: it is always kept, and with it
+// everything it reads.
 #include "graph/passes/pass_util.h"
 
 namespace spore::graph {
+
+namespace {
+
+// A node is an effect when it writes an input, or when one of its subgraphs (cond's branches,
+// while_loop's body) holds such a node at any depth.
+bool has_effects(const Graph& g, int i) {
+  if (g.node(i).def->writes_mask != 0) return true;
+  for (const auto& sub : g.subgraphs(i))
+    for (int k = 0; sub && k < (int)sub->num_nodes(); ++k)
+      if (has_effects(*sub, k)) return true;
+  return false;
+}
+
+}  // namespace
 
 PassStats eliminate_dead_code(Graph& g) {
   PassStats stats = start_stats("dce", g);
@@ -12,7 +27,7 @@ PassStats eliminate_dead_code(Graph& g) {
   std::vector<bool> remove(g.num_nodes(), false);
   for (int i = (int)g.num_nodes() - 1; i >= 0; --i) {
     const Node& n = g.node(i);
-    bool live = n.def->writes_mask != 0;
+    bool live = has_effects(g, i);
     for (ValueId v : g.outputs(n)) live = live || live_value[v];
     if (!live) {
       remove[i] = true;
