@@ -55,7 +55,8 @@ std::vector<Tensor> run_graph(const graph::Graph& g, const std::vector<Tensor>& 
 }
 
 // The graph of fn over `inputs`' metadata, built node by node and optimised by the pipeline.
-graph::Graph optimised(const std::vector<Tensor>& inputs, const std::vector<std::pair<OpId, std::vector<int>>>& nodes) {
+graph::Graph optimised(const std::vector<Tensor>& inputs,
+                       const std::vector<std::pair<OpId, std::vector<int>>>& nodes) {
   graph::Graph g;
   std::vector<graph::ValueId> ids;
   std::vector<Tensor> examples;
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
 
   const int64_t rows = 8192, cols = 4096;
   Tensor x = full({rows, cols}, 0.25f), w = full({rows, cols}, 1.25f), bias = full({cols}, -0.5f);
-  graph::Graph chain = optimised({x, w, bias}, {{OpId::k_mul, {0, 1}}, {OpId::k_add, {3, 2}}, {OpId::k_gelu, {4}}});
+  graph::Graph chain =
+      optimised({x, w, bias}, {{OpId::k_mul, {0, 1}}, {OpId::k_add, {3, 2}}, {OpId::k_gelu, {4}}});
   auto chain_fused = [&] { run_graph(chain, {x, w, bias}); };
   auto chain_eager = [&] { Tensor r = gelu(x * w + bias); };
 
@@ -137,12 +139,14 @@ int main(int argc, char** argv) {
   report("plain loop a*b + c (4 arrays)", m[1], 4 * arr);
   report("fused_elementwise (4 arrays)", m[2], 4 * arr);
   report("eager mul, add (6 arrays)", m[3], 6 * arr);
-  std::printf("  fused / triad bandwidth: %.2f (target >= 0.9); fused / plain loop: %.2f; eager / fused time: %.2f\n",
-              (4 * arr / m[2]) / (3 * arr / m[0]), (4 * arr / m[2]) / (4 * arr / m[1]), m[3] / m[2]);
+  std::printf(
+      "  fused / triad bandwidth: %.2f (target >= 0.9); fused / plain loop: %.2f; eager / fused "
+      "time: %.2f\n",
+      (4 * arr / m[2]) / (3 * arr / m[0]), (4 * arr / m[2]) / (4 * arr / m[1]), m[3] / m[2]);
   if (fns.size() == 4) return 0;
   const double carr = (double)rows * cols * 4;
-  std::printf("gelu(x * w + b), [%lld, %lld] float32, b a row (program: %s)\n", (long long)rows, (long long)cols,
-              chain.node(0).attrs.s(0).c_str());
+  std::printf("gelu(x * w + b), [%lld, %lld] float32, b a row (program: %s)\n", (long long)rows,
+              (long long)cols, chain.node(0).attrs.s(0).c_str());
   report("fused_elementwise (3 arrays)", m[4], 3 * carr);
   report("eager mul, add, gelu (8 arrays)", m[5], 8 * carr);
   std::printf("  eager / fused time: %.2f\n", m[5] / m[4]);

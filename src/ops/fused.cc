@@ -25,13 +25,16 @@ void infer_fused(const InferArgs& a, Inference& out) {
   }
   type_fused_program(p, dtypes);
   if (p.num_inputs != (int)a.inputs.size())
-    op_error(a.def, ErrorCode::kValue, "the program reads " + std::to_string(p.num_inputs) + " inputs but the node has " +
-                                           std::to_string(a.inputs.size()) + "; every input must be read");
+    op_error(a.def, ErrorCode::kValue,
+             "the program reads " + std::to_string(p.num_inputs) + " inputs but the node has " +
+                 std::to_string(a.inputs.size()) + "; every input must be read");
   out.outputs[0] = {shape, p.instrs.back().result};
   out.compute = p.instrs.back().result;  // the kernel reads each input in its own dtype
 }
 
-Attrs instr_attrs(const FusedInstr& ins) { return ins.op == OpId::k_cast ? Attrs::of(ins.cast_to) : Attrs(); }
+Attrs instr_attrs(const FusedInstr& ins) {
+  return ins.op == OpId::k_cast ? Attrs::of(ins.cast_to) : Attrs();
+}
 
 // g summed to `like`'s shape and cast to its dtype (the tape's accumulate), added to `slot`.
 void accumulate(Tensor& slot, const Tensor& like, Tensor g) {
@@ -47,13 +50,16 @@ std::vector<Tensor> fused_backward(const BackwardArgs& b) {
   type_fused_program(p, dtypes);
   const int n = (int)p.instrs.size();
   std::vector<Tensor> value(n), grad(n), input_grads(b.inputs.size());
-  auto operand = [&](int32_t arg) -> const Tensor& { return arg >= 0 ? b.inputs[arg] : value[fused_temp_index(arg)]; };
+  auto operand = [&](int32_t arg) -> const Tensor& {
+    return arg >= 0 ? b.inputs[arg] : value[fused_temp_index(arg)];
+  };
   auto args_of = [&](const FusedInstr& ins) {
     std::vector<Tensor> args;
     for (int a = 0; a < ins.num_args; ++a) args.push_back(operand(ins.args[a]));
     return args;
   };
-  for (int i = 0; i + 1 < n; ++i) value[i] = dispatch1(p.instrs[i].op, args_of(p.instrs[i]), instr_attrs(p.instrs[i]));
+  for (int i = 0; i + 1 < n; ++i)
+    value[i] = dispatch1(p.instrs[i].op, args_of(p.instrs[i]), instr_attrs(p.instrs[i]));
   value[n - 1] = b.outputs[0];
   grad[n - 1] = b.grad_outputs[0];
   for (int i = n - 1; i >= 0; --i) {

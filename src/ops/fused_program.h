@@ -30,8 +30,12 @@ struct FusedProgram {
   int num_inputs = 0;  // one more than the largest input index read
 };
 
-inline int32_t fused_temp_ref(int instr) { return -instr - 1; }
-inline int fused_temp_index(int32_t arg) { return -arg - 1; }
+inline int32_t fused_temp_ref(int instr) {
+  return -instr - 1;
+}
+inline int fused_temp_index(int32_t arg) {
+  return -arg - 1;
+}
 
 // Parses "mul %0 %1; add $0 %2; gelu $1; cast:float16 $2" (ops by registry name; %i an input,
 // $k the result of instruction k; the last instruction's result is the node's output). Throws
@@ -42,7 +46,8 @@ std::string format_fused_program(const FusedProgram& program);
 // The result dtype of `op` applied to operands of `args` dtypes when the standalone kernel runs
 // it with no promotion cast (every operand already in the dtype its loop computes in), and that
 // loop dtype in `compute`; nullopt when the op is not fusable or needs a promotion.
-std::optional<DType> fused_result_dtype(OpId op, std::span<const DType> args, DType cast_to, DType& compute);
+std::optional<DType> fused_result_dtype(OpId op, std::span<const DType> args, DType cast_to,
+                                        DType& compute);
 
 // Fills each instruction's result and compute dtypes from the inputs' dtypes; throws kDType or
 // kValue naming the instruction that cannot be fused as written.

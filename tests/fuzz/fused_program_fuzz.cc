@@ -10,8 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace spore;
   if (size == 0 || size > 4096) return 0;
-  static const DType kTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
-                                 DType::kInt32, DType::kBool};
+  static const DType kTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                                 DType::kFloat64, DType::kInt32,   DType::kBool};
   const DType t = kTypes[data[0] % 6];
   const int num_inputs = 1 + (data[0] / 6) % 3;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);

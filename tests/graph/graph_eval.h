@@ -2,12 +2,12 @@
 // with ordinary dispatch (independent of the executor being written in parallel), and a builder
 // that infers each node's output metadata by dispatching it on example tensors.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <initializer_list>
 #include <span>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "graph/passes/passes.h"
 #include "spore/error.h"
@@ -21,10 +21,12 @@ namespace spore::graph::test {
 inline std::vector<Tensor> evaluate(const Graph& g, std::span<const Tensor> inputs) {
   std::vector<Tensor> env(g.num_values());
   for (size_t v = 0; v < g.num_values(); ++v)
-    if (g.value((ValueId)v).kind == ValueKind::kCaptured || g.value((ValueId)v).kind == ValueKind::kConstant)
+    if (g.value((ValueId)v).kind == ValueKind::kCaptured ||
+        g.value((ValueId)v).kind == ValueKind::kConstant)
       env[v] = g.value((ValueId)v).tensor;
   std::span<const ValueId> in = g.graph_inputs();
-  if (in.size() != inputs.size()) throw Error(ErrorCode::kValue, "evaluate: wrong number of inputs");
+  if (in.size() != inputs.size())
+    throw Error(ErrorCode::kValue, "evaluate: wrong number of inputs");
   for (size_t i = 0; i < in.size(); ++i) env[in[i]] = inputs[i];
   std::vector<Tensor> args;
   for (int i = 0; i < (int)g.num_nodes(); ++i) {
@@ -40,7 +42,9 @@ inline std::vector<Tensor> evaluate(const Graph& g, std::span<const Tensor> inpu
   return out;
 }
 
-inline std::vector<uint8_t> bytes(const Tensor& t) { return t.contiguous().to_bytes(); }
+inline std::vector<uint8_t> bytes(const Tensor& t) {
+  return t.contiguous().to_bytes();
+}
 
 // Same dtype, shape and bytes.
 inline void expect_bitwise(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
@@ -86,7 +90,9 @@ class Builder {
     for (int o = 0; o < r.size(); ++o) remember(outs[o], r[o]);
     return outs;
   }
-  ValueId node(OpId op, std::initializer_list<ValueId> in, const Attrs& attrs = {}) { return node_n(op, in, attrs)[0]; }
+  ValueId node(OpId op, std::initializer_list<ValueId> in, const Attrs& attrs = {}) {
+    return node_n(op, in, attrs)[0];
+  }
   void outputs(std::vector<ValueId> outs) { g.set_outputs(std::move(outs)); }
 
   std::vector<Tensor> run() const { return evaluate(g, inputs); }

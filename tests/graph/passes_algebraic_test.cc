@@ -16,7 +16,8 @@ TEST(Algebraic, DropsMultiplicativeAndAdditiveIdentities) {
   Builder b;
   ValueId x = b.input(sample({2, 3}));
   ValueId one = b.constant(full({}, 1.0));
-  ValueId zero = b.node(OpId::k_fill, {}, test::fill_attrs({3}, 0.0));  // broadcasts, same result shape
+  ValueId zero =
+      b.node(OpId::k_fill, {}, test::fill_attrs({3}, 0.0));  // broadcasts, same result shape
   ValueId a = b.node(OpId::k_mul, {x, one});
   ValueId c = b.node(OpId::k_mul, {one, a});
   ValueId d = b.node(OpId::k_add, {c, zero});
@@ -40,7 +41,8 @@ TEST(Algebraic, KeepsIdentitiesThatBroadcastOrPromote) {
   ValueId xi = b.input(sample({3}, DType::kInt32));
   ValueId one_f = b.constant(full({}, 1.0));
   ValueId promoted = b.node(OpId::k_mul, {xi, one_f});  // int32 * float32 -> float32
-  ValueId not_one = b.node(OpId::k_mul, {x, b.constant(spore::test::make_tensor({1, 1, 2}, {3}, DType::kFloat32))});
+  ValueId not_one = b.node(
+      OpId::k_mul, {x, b.constant(spore::test::make_tensor({1, 1, 2}, {3}, DType::kFloat32))});
   ValueId zero_minus = b.node(OpId::k_sub, {b.constant(full({}, 0.0)), x});  // 0 - x is not x
   b.outputs({widened, promoted, not_one, zero_minus});
   EXPECT_EQ(simplify_algebra(b.g).nodes_removed, 0);
@@ -53,7 +55,8 @@ TEST(Algebraic, ReshapeOfReshapeBecomesOneReshape) {
   ValueId r1 = b.node(OpId::k_reshape, {x}, Attrs::of(std::vector<int64_t>{6, 4}));
   ValueId r2 = b.node(OpId::k_reshape, {r1}, Attrs::of(std::vector<int64_t>{24}));
   ValueId r3 = b.node(OpId::k_reshape, {r2}, Attrs::of(std::vector<int64_t>{4, -1}));
-  ValueId back = b.node(OpId::k_reshape, {r3}, Attrs::of(std::vector<int64_t>{2, 3, 4}));  // x's own shape
+  ValueId back =
+      b.node(OpId::k_reshape, {r3}, Attrs::of(std::vector<int64_t>{2, 3, 4}));  // x's own shape
   b.outputs({r3, back});
   const auto before = b.run();
   simplify_algebra(b.g);
@@ -69,9 +72,11 @@ TEST(Algebraic, PermutePairsCancelOrCompose) {
   Builder b;
   ValueId x = b.input(sample({2, 3, 4}));
   ValueId p1 = b.node(OpId::k_permute, {x}, Attrs::of(std::vector<int64_t>{1, 0, 2}));
-  ValueId back = b.node(OpId::k_permute, {p1}, Attrs::of(std::vector<int64_t>{1, 0, 2}));  // cancels
+  ValueId back =
+      b.node(OpId::k_permute, {p1}, Attrs::of(std::vector<int64_t>{1, 0, 2}));  // cancels
   ValueId q1 = b.node(OpId::k_permute, {x}, Attrs::of(std::vector<int64_t>{1, 2, 0}));
-  ValueId q2 = b.node(OpId::k_permute, {q1}, Attrs::of(std::vector<int64_t>{-2, -1, 0}));  // [1, 2, 0] again
+  ValueId q2 =
+      b.node(OpId::k_permute, {q1}, Attrs::of(std::vector<int64_t>{-2, -1, 0}));  // [1, 2, 0] again
   ValueId sum = b.node(OpId::k_add, {q2, q2});
   b.outputs({back, sum});
   const auto before = b.run();

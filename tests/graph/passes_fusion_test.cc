@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/cpu_features.h"
-#include "spore/autograd.h"
 #include "graph_eval.h"
+#include "spore/autograd.h"
 #include "test_util.h"
 
 namespace spore::graph {
@@ -13,7 +13,8 @@ namespace {
 using cpu::SimdLevel;
 using test::Builder;
 
-Tensor sample(Shape s, DType t = DType::kFloat32, uint32_t seed = 1, double lo = -3, double hi = 3) {
+Tensor sample(Shape s, DType t = DType::kFloat32, uint32_t seed = 1, double lo = -3,
+              double hi = 3) {
   return spore::test::make_tensor(spore::test::random_values(s.numel(), t, lo, hi, seed), s, t);
 }
 
@@ -61,7 +62,8 @@ TEST(Fusion, GeluOfAffineIsOneNodeWithBroadcastBias) {
   ASSERT_EQ(g.num_nodes(), 1u);
   EXPECT_EQ(g.node(0).op(), OpId::k_fused_elementwise);
   EXPECT_EQ(g.node(0).attrs.s(0), "mul %0 %1; add $0 %2; gelu $1");
-  EXPECT_EQ(std::vector<ValueId>(g.inputs(0).begin(), g.inputs(0).end()), (std::vector<ValueId>{x, w, bias}));
+  EXPECT_EQ(std::vector<ValueId>(g.inputs(0).begin(), g.inputs(0).end()),
+            (std::vector<ValueId>{x, w, bias}));
   EXPECT_EQ(s.ops_fused, 3);
   EXPECT_EQ(s.bytes_saved, 2 * 2 * 37 * 1000 * 4);
   EXPECT_EQ(g.graph_outputs()[0], g.outputs(0)[0]);
@@ -118,7 +120,9 @@ TEST(Fusion, ComparisonsWhereAndCastsAcrossDtypes) {
   ValueId picked = b.node(OpId::k_where, {bigger, x, y});
   ValueId wide = b.node(OpId::k_cast, {picked}, Attrs::of(DType::kFloat32));
   ValueId r = b.node(OpId::k_relu6, {b.node(OpId::k_mul, {wide, wide})});
-  ValueId flag = b.node(OpId::k_logical_not, {b.node(OpId::k_logical_and, {b.node(OpId::k_lt, {x, y}), b.input(sample({2049}, DType::kBool, 10))})});
+  ValueId flag = b.node(OpId::k_logical_not,
+                        {b.node(OpId::k_logical_and, {b.node(OpId::k_lt, {x, y}),
+                                                      b.input(sample({2049}, DType::kBool, 10))})});
   b.outputs({r, flag});
   Graph g = fuse_and_compare(b);
   EXPECT_EQ(count(g, OpId::k_fused_elementwise), 2);
@@ -131,7 +135,9 @@ TEST(Fusion, EveryDtypeFamilyIsBitwise) {
     Builder b;
     ValueId x = b.input(sample({70000}, t, 11, 0, 5));  // over the grain: threaded blocks
     ValueId y = b.input(sample({70000}, t, 12, 0, 5));
-    ValueId v = b.node(OpId::k_abs, {b.node(OpId::k_minimum, {b.node(OpId::k_add, {x, y}), b.node(OpId::k_mul, {x, y})})});
+    ValueId v = b.node(
+        OpId::k_abs,
+        {b.node(OpId::k_minimum, {b.node(OpId::k_add, {x, y}), b.node(OpId::k_mul, {x, y})})});
     b.outputs({v});
     Graph g = fuse_and_compare(b);
     EXPECT_EQ(g.num_nodes(), 1u);
@@ -178,15 +184,27 @@ TEST(Fusion, ProgramsAreCheckedWhenDispatched) {
   auto run = [](std::vector<Tensor> in, const char* program) {
     return dispatch1(OpId::k_fused_elementwise, in, Attrs::of(std::string(program)));
   };
-  spore::test::expect_error([&] { run({x}, "matmul %0 %0"); }, ErrorCode::kValue, "not an op fused_elementwise runs");
-  spore::test::expect_error([&] { run({x}, "exp $0"); }, ErrorCode::kValue, "not an earlier instruction");
+  spore::test::expect_error([&] { run({x}, "matmul %0 %0"); }, ErrorCode::kValue,
+                            "not an op fused_elementwise runs");
+  spore::test::expect_error([&] { run({x}, "exp $0"); }, ErrorCode::kValue,
+                            "not an earlier instruction");
   spore::test::expect_error([&] { run({x}, "add %0"); }, ErrorCode::kValue, "takes 2 operands");
-  spore::test::expect_error([&] { run({x, i}, "add %0 %1"); }, ErrorCode::kDType, "without a promotion");
-  spore::test::expect_error([&] { run({x, x}, "exp %0"); }, ErrorCode::kValue, "every input must be read");
-  spore::test::expect_error([&] { run({x}, "cast:float99 %0"); }, ErrorCode::kValue, "unknown dtype");
+  spore::test::expect_error(
+      [&] {
+        run({x, i}, "add %0 %1");
+      },
+      ErrorCode::kDType, "without a promotion");
+  spore::test::expect_error(
+      [&] {
+        run({x, x}, "exp %0");
+      },
+      ErrorCode::kValue, "every input must be read");
+  spore::test::expect_error([&] { run({x}, "cast:float99 %0"); }, ErrorCode::kValue,
+                            "unknown dtype");
   spore::test::expect_error([&] { run({x}, " ; "); }, ErrorCode::kValue, "no instructions");
   // A well-formed program equals the ops it names: (x + 2) * x with x = [1, 1].
-  EXPECT_EQ(run({x, full({}, 2.0)}, "add %0 %1; mul $0 %0").to_vector<float>(), (std::vector<float>{3, 3}));
+  EXPECT_EQ(run({x, full({}, 2.0)}, "add %0 %1; mul $0 %0").to_vector<float>(),
+            (std::vector<float>{3, 3}));
 }
 
 TEST(Fusion, GradientsOfAFusedNodeAreTheUnfusedOnes) {
@@ -201,8 +219,8 @@ TEST(Fusion, GradientsOfAFusedNodeAreTheUnfusedOnes) {
         return sum(dispatch1(OpId::k_fused_elementwise, args, program));
       },
       {0, 1, 2});
-  auto unfused = value_and_grad([](const std::vector<Tensor>& in) { return sum(gelu(in[0] * in[1] + in[2])); },
-                                {0, 1, 2});
+  auto unfused = value_and_grad(
+      [](const std::vector<Tensor>& in) { return sum(gelu(in[0] * in[1] + in[2])); }, {0, 1, 2});
   ValueAndGrad got = fused({x, w, bias}), want = unfused({x, w, bias});
   test::expect_bitwise({got.value}, {want.value});
   test::expect_bitwise(got.input_grads, want.input_grads);

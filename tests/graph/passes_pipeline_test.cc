@@ -13,8 +13,8 @@ namespace {
 using test::Builder;
 
 Tensor sample(Shape s, uint32_t seed) {
-  return spore::test::make_tensor(spore::test::random_values(s.numel(), DType::kFloat32, -1, 1, seed), s,
-                                  DType::kFloat32);
+  return spore::test::make_tensor(
+      spore::test::random_values(s.numel(), DType::kFloat32, -1, 1, seed), s, DType::kFloat32);
 }
 
 struct Step {
@@ -64,7 +64,8 @@ TEST(PassPipeline, OptimisesAStepAndKeepsItsResults) {
   // What is left: matmul, one fused node, the gradient's scaling, the update.
   std::vector<OpId> ops;
   for (const Node& n : g.nodes()) ops.push_back(n.op());
-  EXPECT_EQ(ops, (std::vector<OpId>{OpId::k_matmul, OpId::k_fused_elementwise, OpId::k_mul, OpId::k_sgd_update}));
+  EXPECT_EQ(ops, (std::vector<OpId>{OpId::k_matmul, OpId::k_fused_elementwise, OpId::k_mul,
+                                    OpId::k_sgd_update}));
 
   s.bias.copy_(s.bias0);
   s.buf.copy_(zeros({16}));
@@ -96,7 +97,8 @@ TEST(PassPipeline, VerbosePrintsEachPass) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   ::unsetenv("SPORE_GRAPH_VERBOSE");
   EXPECT_NE(err.find("[graph] simplify"), std::string::npos) << err;
-  EXPECT_NE(err.find("[graph] fuse     nodes 8 -> 4 (removed 4), fused 5 ops"), std::string::npos) << err;
+  EXPECT_NE(err.find("[graph] fuse     nodes 8 -> 4 (removed 4), fused 5 ops"), std::string::npos)
+      << err;
 }
 
 }  // namespace

@@ -107,7 +107,8 @@ std::vector<int> assign_slots(const ops::FusedProgram& p, int& num_slots) {
     for (int a = 0; a < ins.num_args; ++a) {
       if (ins.args[a] >= 0) continue;
       const int k = ops::fused_temp_index(ins.args[a]);
-      const bool seen = std::find(ins.args, ins.args + a, ins.args[a]) != ins.args + a;  // mul $0 $0
+      const bool seen =
+          std::find(ins.args, ins.args + a, ins.args[a]) != ins.args + a;  // mul $0 $0
       if (last_use[k] == i && !seen) free_slots.push_back(slot[k]);
     }
   }
@@ -132,8 +133,9 @@ char* scratch(int64_t bytes) {
 }
 
 [[noreturn]] void no_loop(const ops::FusedInstr& ins, int i) {
-  throw Error(ErrorCode::kUnsupported, std::string("fused_elementwise: instruction ") + std::to_string(i) + " (" +
-                                           op_def(ins.op).name + ") has no CPU loop for " + dtype_name(ins.compute));
+  throw Error(ErrorCode::kUnsupported, std::string("fused_elementwise: instruction ") +
+                                           std::to_string(i) + " (" + op_def(ins.op).name +
+                                           ") has no CPU loop for " + dtype_name(ins.compute));
 }
 
 void fused_kernel(const KernelCall& c) {
@@ -155,10 +157,14 @@ void fused_kernel(const KernelCall& c) {
   for (int i = 0; i < n_instr; ++i) {
     const ops::FusedInstr& ins = prog.instrs[i];
     Step& s = steps[i];
-    if (ins.op == OpId::k_where) s.where = t.where[(int)ins.compute];
-    else if (ins.op == OpId::k_cast) s.cast = t.cast[(int)ins.compute][(int)ins.cast_to];
-    else if (ins.num_args == 2) s.binary = t.binary[(int)ins.op][(int)ins.compute];
-    else s.unary = t.unary[(int)ins.op][(int)ins.compute];
+    if (ins.op == OpId::k_where)
+      s.where = t.where[(int)ins.compute];
+    else if (ins.op == OpId::k_cast)
+      s.cast = t.cast[(int)ins.compute][(int)ins.cast_to];
+    else if (ins.num_args == 2)
+      s.binary = t.binary[(int)ins.op][(int)ins.compute];
+    else
+      s.unary = t.unary[(int)ins.op][(int)ins.compute];
     if (!s.binary && !s.unary && !s.where && !s.cast) no_loop(ins, i);
   }
 
@@ -234,7 +240,8 @@ void fused_kernel(const KernelCall& c) {
 }  // namespace
 
 void register_fused_kernels() {
-  for (DType d : kAllDTypes) register_kernel(OpId::k_fused_elementwise, kCpuBackend, d, &fused_kernel);
+  for (DType d : kAllDTypes)
+    register_kernel(OpId::k_fused_elementwise, kCpuBackend, d, &fused_kernel);
 }
 
 }  // namespace spore::cpu

@@ -40,7 +40,9 @@ bool is_exactly(const Graph& g, ValueId v, double c) {
   return false;
 }
 
-bool same_meta(const TensorMeta& a, const TensorMeta& b) { return a.shape == b.shape && a.dtype == b.dtype; }
+bool same_meta(const TensorMeta& a, const TensorMeta& b) {
+  return a.shape == b.shape && a.dtype == b.dtype;
+}
 
 std::vector<int64_t> normalised_axes(const std::vector<int64_t>& axes) {
   std::vector<int64_t> p = axes;
@@ -80,7 +82,7 @@ class Simplifier {
     stats.bytes_saved += value_bytes(g_, out);
   }
 
-  // The node making `v`, when it is a node output of op `op` with one reader; -1 otherwise.
+  // The node making `v` when that node is an `op`; -1 otherwise (graph inputs, other ops).
   int producer(ValueId v, OpId op) const {
     const Value& val = g_.value(v);
     if (val.kind != ValueKind::kNode) return -1;
@@ -112,7 +114,8 @@ class Simplifier {
         if (identity_operand(0, 1.0)) return forward(i, out, in[0], stats), 0;
         return 0;
       case OpId::k_cast:
-        if (same_meta(g_.value(in[0]).meta, meta) && !mutable_value(in[0])) forward(i, out, in[0], stats);
+        if (same_meta(g_.value(in[0]).meta, meta) && !mutable_value(in[0]))
+          forward(i, out, in[0], stats);
         return 0;
       case OpId::k_neg: {
         const int inner = producer(in[0], OpId::k_neg);
@@ -155,7 +158,8 @@ class Simplifier {
     if (identity) return forward(i, out, x, stats), 0;
     const TensorMeta meta[] = {g_.value(out).meta};
     const ValueId args[] = {x};
-    const int added = g_.insert_node(i, op_def(OpId::k_permute), Attrs::of(std::move(composed)), args, meta);
+    const int added =
+        g_.insert_node(i, op_def(OpId::k_permute), Attrs::of(std::move(composed)), args, meta);
     remove_.insert(remove_.begin() + added, false);
     // Node i moved to i + 1; its readers now read the composed permute.
     g_.replace_uses(out, g_.outputs(added)[0]);
@@ -170,6 +174,8 @@ class Simplifier {
 
 }  // namespace
 
-PassStats simplify_algebra(Graph& g) { return Simplifier(g).run(); }
+PassStats simplify_algebra(Graph& g) {
+  return Simplifier(g).run();
+}
 
 }  // namespace spore::graph

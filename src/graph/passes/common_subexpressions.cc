@@ -2,9 +2,10 @@
 // attributes and the same inputs compute the same values, so the later one's outputs are
 // replaced by the earlier one's and the later node is dropped.
 //
-// Never merged: random ops (each node is a draw of its own, whatever its attributes), nodes that write inputs in place (each is an
-// effect), nodes with subgraphs, and nodes that read or produce a mutable value (one some node
-// writes in place: the same expression before and after the write differs).
+// Never merged: random ops (each node is a draw of its own, whatever its attributes), nodes that
+// write inputs in place (each is an effect), nodes with subgraphs, and nodes that read or produce
+// a mutable value (one some node writes in place: the same expression before and after the write
+// differs).
 #include <algorithm>
 #include <unordered_map>
 
@@ -53,7 +54,8 @@ PassStats eliminate_common_subexpressions(Graph& g) {
     auto [lo, hi] = seen.equal_range(h);
     for (auto it = lo; it != hi && match < 0; ++it) {
       const Node& m = g.node(it->second);
-      if (m.def != n.def || m.num_inputs != n.num_inputs || m.num_outputs != n.num_outputs) continue;
+      if (m.def != n.def || m.num_inputs != n.num_inputs || m.num_outputs != n.num_outputs)
+        continue;
       if (!same_attrs(m.attrs, n.attrs)) continue;
       std::span<const ValueId> a = g.inputs(m), b = g.inputs(n);
       if (std::equal(a.begin(), a.end(), b.begin())) match = it->second;

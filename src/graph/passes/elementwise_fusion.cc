@@ -30,7 +30,8 @@ bool fusable(const Graph& g, int i) {
   for (size_t k = 0; k < in.size(); ++k) args[k] = g.value(in[k]).meta.dtype;
   const DType cast_to = n.op() == OpId::k_cast ? n.attrs.dtype(0) : DType::kFloat32;
   DType compute;
-  std::optional<DType> r = ops::fused_result_dtype(n.op(), std::span<const DType>(args, in.size()), cast_to, compute);
+  std::optional<DType> r =
+      ops::fused_result_dtype(n.op(), std::span<const DType>(args, in.size()), cast_to, compute);
   if (!r || *r != g.value(g.outputs(n)[0]).meta.dtype) return false;
   return n.def->kernel(kCpuBackend, compute) != nullptr;
 }
@@ -74,7 +75,8 @@ class Fuser {
           if (taken_[p] || !fusable_[p] || val.meta.shape != shape) continue;
           if (reads_within(members, v) != uses_[v]) continue;  // read outside, or a graph output
           bool moved_past_write = false;
-          for (ValueId x : g_.inputs(p)) moved_past_write = moved_past_write || written_between(writers_, x, p, root);
+          for (ValueId x : g_.inputs(p))
+            moved_past_write = moved_past_write || written_between(writers_, x, p, root);
           if (moved_past_write) continue;
           taken_[p] = true;
           members.push_back(p);
@@ -105,7 +107,8 @@ class Fuser {
       ins.num_args = (int)n.num_inputs;
       for (int a = 0; a < ins.num_args; ++a) {
         const ValueId v = g_.inputs(n)[a];
-        auto t = std::find_if(temps.begin(), temps.end(), [&](const auto& e) { return e.first == v; });
+        auto t =
+            std::find_if(temps.begin(), temps.end(), [&](const auto& e) { return e.first == v; });
         if (t != temps.end()) {
           ins.args[a] = ops::fused_temp_ref(t->second);
           continue;
@@ -116,7 +119,8 @@ class Fuser {
       }
       temps.emplace_back(g_.outputs(n)[0], (int)program.instrs.size());
       program.instrs.push_back(ins);
-      if (m != root) stats.bytes_saved += 2 * value_bytes(g_, g_.outputs(n)[0]);  // written, read back
+      if (m != root)
+        stats.bytes_saved += 2 * value_bytes(g_, g_.outputs(n)[0]);  // written, read back
     }
     const ValueId old_out = g_.outputs(root)[0];
     const TensorMeta meta[] = {g_.value(old_out).meta};
@@ -140,6 +144,8 @@ class Fuser {
 
 }  // namespace
 
-PassStats fuse_elementwise(Graph& g) { return Fuser(g).run(); }
+PassStats fuse_elementwise(Graph& g) {
+  return Fuser(g).run();
+}
 
 }  // namespace spore::graph

@@ -15,7 +15,8 @@ std::vector<std::vector<int>> writers_of_values(const Graph& g) {
   return writers;
 }
 
-bool written_between(const std::vector<std::vector<int>>& writers, ValueId v, int after, int before) {
+bool written_between(const std::vector<std::vector<int>>& writers, ValueId v, int after,
+                     int before) {
   for (int w : writers[v])
     if (w > after && w < before) return true;
   return false;

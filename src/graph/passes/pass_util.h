@@ -16,7 +16,8 @@ std::vector<std::vector<int>> writers_of_values(const Graph& g);
 
 // True when some node writes `v` at a position in (after, before): a read of `v` moved from just
 // after `after` to `before` would see a different tensor.
-bool written_between(const std::vector<std::vector<int>>& writers, ValueId v, int after, int before);
+bool written_between(const std::vector<std::vector<int>>& writers, ValueId v, int after,
+                     int before);
 
 inline int64_t value_bytes(const Graph& g, ValueId v) {
   const TensorMeta& m = g.value(v).meta;

@@ -21,12 +21,15 @@ bool env_flag(const char* name) {
 
 }  // namespace
 
-bool graph_verbose() { return env_flag("SPORE_GRAPH_VERBOSE"); }
+bool graph_verbose() {
+  return env_flag("SPORE_GRAPH_VERBOSE");
+}
 
 void print_pass_stats(const std::vector<PassStats>& stats, std::FILE* out) {
   for (const PassStats& s : stats)
-    std::fprintf(out, "[graph] %-8s nodes %d -> %d (removed %d), fused %d ops, %lld bytes saved\n", s.pass.c_str(),
-                 s.nodes_before, s.nodes_after, s.nodes_removed, s.ops_fused, (long long)s.bytes_saved);
+    std::fprintf(out, "[graph] %-8s nodes %d -> %d (removed %d), fused %d ops, %lld bytes saved\n",
+                 s.pass.c_str(), s.nodes_before, s.nodes_after, s.nodes_removed, s.ops_fused,
+                 (long long)s.bytes_saved);
 }
 
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
