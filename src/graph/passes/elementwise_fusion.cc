@@ -120,7 +120,8 @@ class Fuser {
       temps.emplace_back(g_.outputs(n)[0], (int)program.instrs.size());
       program.instrs.push_back(ins);
       if (m != root)
-        stats.bytes_saved += 2 * value_bytes(g_, g_.outputs(n)[0]);  // written, read back
+        stats.bytes_saved +=
+            value_bytes(g_, g_.outputs(n)[0]);  // no longer written (nor read back)
     }
     const ValueId old_out = g_.outputs(root)[0];
     const TensorMeta meta[] = {g_.value(old_out).meta};
