@@ -119,9 +119,8 @@ class Fuser {
       }
       temps.emplace_back(g_.outputs(n)[0], (int)program.instrs.size());
       program.instrs.push_back(ins);
-      if (m != root)
-        stats.bytes_saved +=
-            value_bytes(g_, g_.outputs(n)[0]);  // no longer written (nor read back)
+      // An intermediate is no longer written to memory (nor read back).
+      if (m != root) stats.bytes_saved += value_bytes(g_, g_.outputs(n)[0]);
     }
     const ValueId old_out = g_.outputs(root)[0];
     const TensorMeta meta[] = {g_.value(old_out).meta};
