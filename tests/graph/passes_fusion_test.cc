@@ -207,6 +207,20 @@ TEST(Fusion, ProgramsAreCheckedWhenDispatched) {
             (std::vector<float>{3, 3}));
 }
 
+TEST(Fusion, StridedViewInputsAreGathered) {
+  // A transposed view (same element count as the output, not contiguous) and a column
+  // broadcast, through dispatch directly; 300 x 200 spans several blocks and a partial one.
+  Tensor xt = permute(sample({200, 300}, DType::kFloat32, 16), {1, 0});
+  Tensor y = sample({300, 200}, DType::kFloat32, 17);
+  Tensor col = sample({300, 1}, DType::kFloat32, 18);
+  const Attrs program = Attrs::of(std::string("add %0 %1; mul $0 %2; tanh $1"));
+  at_every_level([&] {
+    std::vector<Tensor> args{xt, y, col};
+    Tensor got = dispatch1(OpId::k_fused_elementwise, args, program);
+    test::expect_bitwise({got}, {tanh((xt + y) * col)});
+  });
+}
+
 TEST(Fusion, GradientsOfAFusedNodeAreTheUnfusedOnes) {
   // d/dx, d/dw, d/db of sum(gelu(x * w + b)) with b a broadcast row, fused against unfused; the
   // rule replays the ops' own rules, so the gradients agree to the last bit.
