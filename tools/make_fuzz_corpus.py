@@ -111,6 +111,17 @@ def main():
     for name in sorted(os.listdir(os.path.join(ROOT, "schemas"))):  # schemas as inputs: the schema reader
         if name.endswith(".json"):
             copy("report_validate", os.path.join(ROOT, "schemas", name))
+    # fused_elementwise programs: byte 0 picks dtype and input count (tests/fuzz/fused_program_fuzz.cc).
+    programs = {
+        "muladd_f32.txt": (12, "mul %0 %1; add $0 %2"),
+        "gelu_chain_f32.txt": (12, "mul %0 %1; add $0 %2; gelu $1"),
+        "where_cast_f16.txt": (7, "gt %0 %1; where $0 %0 %1; cast:float32 $1; relu6 $2"),
+        "logical_bool.txt": (11, "logical_and %0 %1; logical_not $0"),
+        "diamond_f64.txt": (3, "exp %0; mul $0 $0; sqrt $1"),
+        "int_abs.txt": (10, "add %0 %1; abs $0"),
+    }
+    for name, (selector, text) in programs.items():
+        put("fused_program", name, bytes([selector]) + text.encode())
 
 
 if __name__ == "__main__":

@@ -76,6 +76,11 @@ class Graph {
   void replace_uses(ValueId from, ValueId to);
   // Replaces input `slot` of node `node`.
   void set_input(int node, int slot, ValueId to);
+  // Like add_node, but the new node goes before node `position` (nodes from there on move up by
+  // one), so a pass can put a replacement where the node it replaces ran (fusion, composed
+  // permutes). `position` == num_nodes() appends.
+  int insert_node(int position, const OpDef& def, const Attrs& attrs, std::span<const ValueId> inputs,
+                  std::span<const TensorMeta> outputs);
   // Drops the nodes with remove[i] set, keeping the others in order; their output values stay in
   // the value table (dangling) but nothing may read them afterwards. Node indices change.
   void remove_nodes(const std::vector<bool>& remove);

@@ -33,7 +33,9 @@
   /* optimizer updates: in place on their inputs, no outputs */                                 \
   X(sgd_update) X(adam_update)                                                                  \
   /* in-place write: input 0 = input 1 (Tensor::copy_) */                                       \
-  X(assign)
+  X(assign)                                                                                     \
+  /* a fused chain of elementwise ops (graph passes, NOTE [Elementwise fusion]) */              \
+  X(fused_elementwise)
 // clang-format on
 
 namespace spore {
@@ -51,8 +53,9 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // of an op changes the op set, so its version must change with it: the static_assert below fails
 // when the list changes and reminds whoever changed it to bump kOpSetVersion and the count.
 // Version 2 added slice_scatter and scatter_add (the gradients of slice and gather); version 3
-// added assign (Tensor::copy_ as an op that declares it writes its first input).
-inline constexpr int kOpSetVersion = 3;
-static_assert(kNumOps == 71, "the op list changed: bump kOpSetVersion and update this count");
+// added assign (Tensor::copy_ as an op that declares it writes its first input); version 4 added
+// fused_elementwise (the elementwise fusion pass's node).
+inline constexpr int kOpSetVersion = 4;
+static_assert(kNumOps == 72, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

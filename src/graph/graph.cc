@@ -1,6 +1,7 @@
 // The graph's value table and node list (NOTE [Graphs]).
 #include "spore/graph.h"
 
+#include <algorithm>
 #include <string>
 
 #include "spore/error.h"
@@ -69,6 +70,24 @@ void Graph::replace_uses(ValueId from, ValueId to) {
 }
 
 void Graph::set_input(int node, int slot, ValueId to) { operands_[nodes_[node].first + slot] = to; }
+
+int Graph::insert_node(int position, const OpDef& def, const Attrs& attrs, std::span<const ValueId> inputs,
+                       std::span<const TensorMeta> outputs) {
+  if (position < 0 || (size_t)position > nodes_.size())
+    throw Error(ErrorCode::kValue, "graph: insert_node at " + std::to_string(position) + ", but the graph has " +
+                                       std::to_string(nodes_.size()) + " nodes");
+  const int last = add_node(def, attrs, inputs, outputs);
+  if (position == last) return last;
+  // Rotate the new node into place; operands stay where they are (nodes point into them).
+  std::rotate(nodes_.begin() + position, nodes_.begin() + last, nodes_.end());
+  if (subgraphs_.size() > (size_t)position) {
+    subgraphs_.resize(nodes_.size());
+    std::rotate(subgraphs_.begin() + position, subgraphs_.begin() + last, subgraphs_.end());
+  }
+  for (size_t i = position; i < nodes_.size(); ++i)
+    for (ValueId v : this->outputs(nodes_[i])) values_[v].node = (int32_t)i;
+  return position;
+}
 
 void Graph::remove_nodes(const std::vector<bool>& remove) {
   std::vector<Node> kept;

@@ -366,6 +366,14 @@ FactoryTable build() {
                        },
                        /*strided_first=*/true);
   };
+  // (a * b + a) with b a broadcast row: arithmetic every dtype has, so each column runs.
+  f[OpId::k_fused_elementwise] = [](DType t) -> std::optional<OpCase> {
+    return with_inputs(t, {{Shape{2, 3}, K::kGeneral}, {Shape{3}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) {
+                         static const Attrs program = Attrs::of(std::string("mul %0 %1; add $0 %0"));
+                         return dispatch1(OpId::k_fused_elementwise, std::span<const Tensor>(x), program);
+                       });
+  };
   return f;
 }
 

@@ -2,6 +2,7 @@
 // says what it did. One file per pass in this folder; run_passes is the pipeline jit uses.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct PassStats {
 
 struct PassOptions {
   bool dce = true, cse = true, fold_constants = true, simplify = true, fuse = true;
+  bool validate = false;  // Graph::validate after each pass (always on in debug builds)
+  bool verbose = false;   // print each pass's statistics to stderr (also SPORE_GRAPH_VERBOSE=1)
 };
 
 // Each pass: rewrites `g` (which validates before and after) and returns its statistics.
@@ -28,7 +31,13 @@ PassStats fold_constants(Graph& g);
 PassStats simplify_algebra(Graph& g);
 PassStats fuse_elementwise(Graph& g);
 
-// The pipeline, in a fixed order; one PassStats per pass that ran.
+// The pipeline, in a fixed order (simplify, fold, CSE, DCE, fuse, DCE); one PassStats per pass
+// that ran.
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options = {});
+
+// SPORE_GRAPH_VERBOSE=1 (non-empty, not "0"): run_passes prints its statistics.
+bool graph_verbose();
+// One line per pass: name, nodes before -> after, ops fused, bytes saved.
+void print_pass_stats(const std::vector<PassStats>& stats, std::FILE* out);
 
 }  // namespace spore::graph

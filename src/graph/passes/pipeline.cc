@@ -1,12 +1,58 @@
-// The pass pipeline (NOTE [Graph passes]). Placeholder until the passes land: runs nothing.
+// The pass pipeline (NOTE [Graph passes]): simplify, fold, CSE, DCE, fuse, DCE, in that order.
+// Simplification first exposes constants (x*1 of a folded fill) and shorter chains; folding then
+// turns constant subtrees into values; CSE merges what the first two made equal; DCE drops what
+// they left unread; fusion runs on the cleaned graph, and a last DCE removes what fusion
+// orphaned. With validation on (tests, SPORE_GRAPH_VALIDATE=1, or debug builds) the graph is
+// checked after every pass, so a broken rewrite is reported by the pass that made it.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "graph/passes/passes.h"
 
 namespace spore::graph {
 
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
+}  // namespace
+
+bool graph_verbose() {
+  return env_flag("SPORE_GRAPH_VERBOSE");
+}
+
+void print_pass_stats(const std::vector<PassStats>& stats, std::FILE* out) {
+  for (const PassStats& s : stats)
+    std::fprintf(out, "[graph] %-8s nodes %d -> %d (removed %d), fused %d ops, %lld bytes saved\n",
+                 s.pass.c_str(), s.nodes_before, s.nodes_after, s.nodes_removed, s.ops_fused,
+                 (long long)s.bytes_saved);
+}
+
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
-  (void)g;
-  (void)options;
-  return {};
+#ifdef NDEBUG
+  const bool validate = options.validate || env_flag("SPORE_GRAPH_VALIDATE");
+#else
+  const bool validate = true;
+#endif
+  std::vector<PassStats> stats;
+  auto run = [&](bool enabled, PassStats (*pass)(Graph&)) {
+    if (!enabled) return;
+    stats.push_back(pass(g));
+    if (validate) g.validate();
+  };
+  if (validate) g.validate();
+  run(options.simplify, &simplify_algebra);
+  run(options.fold_constants, &fold_constants);
+  run(options.cse, &eliminate_common_subexpressions);
+  run(options.dce, &eliminate_dead_code);
+  run(options.fuse, &fuse_elementwise);
+  run(options.dce && options.fuse, &eliminate_dead_code);
+  if (options.verbose || graph_verbose()) print_pass_stats(stats, stderr);
+  return stats;
 }
 
 }  // namespace spore::graph

@@ -1,0 +1,72 @@
+// Constant folding (NOTE [Graph passes]): a node whose inputs are all constants, or a
+// deterministic creation op (fill, arange), is run once now by ordinary dispatch and its outputs
+// become kConstant values, so later calls of the graph skip it.
+//
+// Never folded: random ops (each call must draw anew); nodes that write inputs in place; nodes
+// with subgraphs; nodes reading or making a value some node writes in place; and results larger
+// than kMaxFoldedBytes, so folding never trades a cheap op for a large tensor the graph must hold
+// for its whole life. kCaptured values are not constants: they are bound by reference and change
+// between calls (an optimizer updates its parameters in place), so folding them would bake in
+// their first values.
+#include "graph/passes/pass_util.h"
+#include "spore/error.h"
+
+namespace spore::graph {
+
+namespace {
+
+constexpr int64_t kMaxFoldedBytes = int64_t{1} << 20;
+
+bool foldable(const Graph& g, int i, const std::vector<std::vector<int>>& writers) {
+  const Node& n = g.node(i);
+  const OpId op = n.op();
+  if (op == OpId::k_random_uniform || op == OpId::k_random_normal) return false;
+  if (n.def->writes_mask != 0 || n.num_outputs == 0 || !g.subgraphs(i).empty()) return false;
+  if (n.num_inputs == 0 && op != OpId::k_fill && op != OpId::k_arange) return false;
+  for (ValueId v : g.inputs(n))
+    if (g.value(v).kind != ValueKind::kConstant || !writers[v].empty()) return false;
+  int64_t bytes = 0;
+  for (ValueId v : g.outputs(n)) {
+    if (!writers[v].empty()) return false;
+    bytes += value_bytes(g, v);
+  }
+  return bytes <= kMaxFoldedBytes;
+}
+
+}  // namespace
+
+PassStats fold_constants(Graph& g) {
+  PassStats stats = start_stats("fold", g);
+  auto writers = writers_of_values(g);
+  std::vector<bool> remove(g.num_nodes(), false);
+  std::vector<Tensor> args;
+  for (int i = 0; i < (int)g.num_nodes(); ++i) {
+    if (!foldable(g, i, writers)) continue;
+    const Node& n = g.node(i);
+    args.clear();
+    for (ValueId v : g.inputs(n)) args.push_back(g.value(v).tensor);
+    TensorList results;
+    try {
+      results = dispatch(n.op(), args, n.attrs);
+    } catch (const Error&) {
+      continue;  // the op rejects these inputs: leave it, so the call raises the error as eagerly
+    }
+    std::span<const ValueId> outs = g.outputs(n);
+    bool same_meta = results.size() == (int)outs.size();
+    for (int o = 0; same_meta && o < results.size(); ++o)
+      same_meta = results[o].shape() == g.value(outs[o]).meta.shape &&
+                  results[o].dtype() == g.value(outs[o]).meta.dtype;
+    if (!same_meta) continue;  // a precision mode or device changed what the op makes: keep it
+    for (int o = 0; o < results.size(); ++o) {
+      // A view of a constant (reshape, permute) is copied so the constant owns its storage.
+      Tensor value = n.def->view ? results[o].clone() : results[o];
+      g.replace_uses(outs[o], g.add_constant(value, std::string(n.def->name) + "_folded"));
+    }
+    writers.resize(g.num_values());  // the new constants: written by no node
+    remove[i] = true;
+  }
+  g.remove_nodes(remove);
+  return finish_stats(stats, g);
+}
+
+}  // namespace spore::graph

@@ -1,0 +1,25 @@
+// Shared analyses of the passes (pass_util.h).
+#include "graph/passes/pass_util.h"
+
+namespace spore::graph {
+
+std::vector<std::vector<int>> writers_of_values(const Graph& g) {
+  std::vector<std::vector<int>> writers(g.num_values());
+  for (int i = 0; i < (int)g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (n.def->writes_mask == 0) continue;
+    std::span<const ValueId> in = g.inputs(n);
+    for (int k = 0; k < (int)in.size(); ++k)
+      if (n.def->writes(k)) writers[in[k]].push_back(i);
+  }
+  return writers;
+}
+
+bool written_between(const std::vector<std::vector<int>>& writers, ValueId v, int after,
+                     int before) {
+  for (int w : writers[v])
+    if (w > after && w < before) return true;
+  return false;
+}
+
+}  // namespace spore::graph
