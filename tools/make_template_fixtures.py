@@ -217,6 +217,7 @@ FEATURES = [
     "{%- for m in messages -%}\n  <{{ m.role }}>\n{%- endfor %}\n",
     "{{ 'x' if messages[0].content is string and not (messages[0].content.startswith('<a>') and messages[0].content.endswith('</a>')) else 'y' }}",
     "{{ {'a': 1} == {'a': 1} }} {{ [1, 2] == [1, 2] }} {{ none == none }} {{ x == none }} {{ 'a' != 'b' }}",
+    "{% set x = 'a\"b'|safe %}{{ x + '<&>\"' }} {{ '<' ~ x }} {{ (x + 'y')|length }} {{ x|escape }} {{ '<i>'|e }} {{ (x ~ '  ')|safe|trim + '\"' }} {{ '\"' + x }} {{ (x|upper) + '&' }} {{ x * 2 + '<' }} {{ (x|replace('a', 'c')) + '<' }}",
     "{% set t = 'ab' %}{{ t * 2 }}{{ t[0] }}{{ t[-1] }}{{ t[5] }}|{{ [1, 2, 3]|sum }} {{ [3, 1, 2]|min }} {{ [3, 1, 2]|max }} {{ 3.14159|round(2) }} {{ 2.5|round }}",
 ]
 
