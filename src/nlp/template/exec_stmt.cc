@@ -214,22 +214,25 @@ void ForStmt::exec(Interpreter& in) const {
       auto frame = std::make_shared<Scope>();
       frame->parent = saved;
       bind_targets(*frame, targets, items[static_cast<std::size_t>(i)], line);
+      // A fresh dict with distinct keys: append directly (Dict::set would compare every key).
       auto loop = std::make_shared<Dict>();
-      loop->items.reserve(12);
-      loop->set(Value("index"), Value(i + 1));
-      loop->set(Value("index0"), Value(i));
-      loop->set(Value("revindex"), Value(n - i));
-      loop->set(Value("revindex0"), Value(n - i - 1));
-      loop->set(Value("first"), Value(i == 0));
-      loop->set(Value("last"), Value(i == n - 1));
-      loop->set(Value("length"), Value(n));
-      loop->set(Value("depth"), Value(1));
-      loop->set(Value("depth0"), Value(0));
-      loop->set(Value("previtem"), i > 0 ? items[static_cast<std::size_t>(i - 1)]
-                                         : Value(Undefined{"there is no previous item"}));
-      loop->set(Value("nextitem"), i + 1 < n ? items[static_cast<std::size_t>(i + 1)]
-                                             : Value(Undefined{"there is no next item"}));
-      loop->set(Value("cycle"), Value(std::shared_ptr<const Callable>(std::make_shared<CycleFn>(static_cast<std::size_t>(i)))));
+      auto& e = loop->items;
+      e.reserve(12);
+      e.emplace_back(Value("index"), Value(i + 1));
+      e.emplace_back(Value("index0"), Value(i));
+      e.emplace_back(Value("revindex"), Value(n - i));
+      e.emplace_back(Value("revindex0"), Value(n - i - 1));
+      e.emplace_back(Value("first"), Value(i == 0));
+      e.emplace_back(Value("last"), Value(i == n - 1));
+      e.emplace_back(Value("length"), Value(n));
+      e.emplace_back(Value("depth"), Value(1));
+      e.emplace_back(Value("depth0"), Value(0));
+      e.emplace_back(Value("previtem"), i > 0 ? items[static_cast<std::size_t>(i - 1)]
+                                              : Value(Undefined{"there is no previous item"}));
+      e.emplace_back(Value("nextitem"), i + 1 < n ? items[static_cast<std::size_t>(i + 1)]
+                                                  : Value(Undefined{"there is no next item"}));
+      e.emplace_back(Value("cycle"), Value(std::shared_ptr<const Callable>(
+                                         std::make_shared<CycleFn>(static_cast<std::size_t>(i)))));
       frame->set("loop", Value(loop));
       in.scope = frame;
       in.exec_body(body);
