@@ -142,3 +142,26 @@ TEST(ChatTemplateErrors, StrftimeNowFormatsTheLocalTime) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ChatTemplateErrors, DeepNestingIsASyntaxErrorNotAStackOverflow) {
+  std::string parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  std::string chain = "{{ x" + [] { std::string s; for (int i = 0; i < 100000; ++i) s += ".a"; return s; }() + " }}";
+  std::string sums = "{{ 1" + [] { std::string s; for (int i = 0; i < 100000; ++i) s += "+1"; return s; }() + " }}";
+  std::string ifs;
+  for (int i = 0; i < 5000; ++i) ifs += "{% if true %}";
+  for (const std::string* text : {&parens, &chain, &sums, &ifs}) {
+    try {
+      spore::nlp::ChatTemplate::from_text(*text);
+      ADD_FAILURE() << "accepted " << text->substr(0, 40);
+    } catch (const spore::Error& e) {
+      EXPECT_EQ(e.code(), spore::ErrorCode::kFormat);
+      EXPECT_NE(std::string(e.what()).find("deeper than"), std::string::npos) << e.what();
+    }
+  }
+  // Ordinary nesting is fine.
+  EXPECT_EQ(spore::nlp::ChatTemplate::from_text("{{ ((((1 + 2) * 3) - 4) // 2) }}").render("[]"), "2");
+}
+
+}  // namespace

@@ -82,14 +82,26 @@ class Lexer {
     return std::string::npos;
   }
 
-  void set_pos(Token& t, std::size_t offset) const {
+  // Line by binary search; column (in code points) counted on from the previous token when it
+  // is on the same line, so a template on one long line still lexes in linear time.
+  void set_pos(Token& t, std::size_t offset) {
     std::size_t lo = 0, hi = line_starts_.size();
     while (hi - lo > 1) {
       std::size_t mid = (lo + hi) / 2;
       (line_starts_[mid] <= offset ? lo : hi) = mid;
     }
     t.line = static_cast<int>(lo + 1);
-    t.col = static_cast<int>(pystr::length(std::string_view(src_).substr(line_starts_[lo], offset - line_starts_[lo])) + 1);
+    std::size_t from = line_starts_[lo];
+    std::size_t col = 1;
+    if (cached_line_ == lo && cached_offset_ >= from && cached_offset_ <= offset) {
+      from = cached_offset_;
+      col = cached_col_;
+    }
+    col += pystr::length(std::string_view(src_).substr(from, offset - from));
+    cached_line_ = lo;
+    cached_offset_ = offset;
+    cached_col_ = col;
+    t.col = static_cast<int>(col);
   }
 
   void emit_data(std::string text, std::size_t offset) {
@@ -341,6 +353,7 @@ class Lexer {
   std::string src_;
   std::vector<std::size_t> line_starts_;
   std::vector<Token> out_;
+  std::size_t cached_line_ = static_cast<std::size_t>(-1), cached_offset_ = 0, cached_col_ = 1;
 };
 
 std::string normalize_newlines(std::string_view source) {

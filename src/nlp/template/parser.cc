@@ -9,7 +9,7 @@
 namespace spore::nlp::tmpl {
 namespace {
 
-constexpr int kMaxNesting = 200;  // keeps evaluation recursion bounded on hostile input
+constexpr int kMaxNesting = 256;  // keeps evaluation recursion bounded on hostile input
 
 class Parser {
  public:
@@ -58,6 +58,19 @@ class Parser {
     }
     ~Depth() { --p_.depth_; }
     Parser& p_;
+  };
+
+  // Left-leaning chains (a.b.c, x|f|g, 1+2+3) nest the tree without recursing the parser; each
+  // link counts toward the nesting limit too, so evaluation depth stays bounded.
+  struct Chain {
+    explicit Chain(Parser& p) : p_(p) {}
+    void link() {
+      ++n_;
+      if (++p_.depth_ > kMaxNesting) p_.fail("expression nests deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+    ~Chain() { p_.depth_ -= n_; }
+    Parser& p_;
+    int n_ = 0;
   };
 
   // Parses statements until a block tag whose name is in `ends`; returns that name (the tag's
@@ -349,9 +362,11 @@ class Parser {
   }
 
   ExprPtr parse_condexpr() {
+    Chain chain(*this);
     int line = cur().line;
     ExprPtr e = parse_or();
     while (is_name("if")) {
+      chain.link();
       next();
       auto c = node<CondExpr>(line);
       c->cond = parse_or();
@@ -366,8 +381,10 @@ class Parser {
   }
 
   ExprPtr parse_or() {
+    Chain chain(*this);
     ExprPtr e = parse_and();
     while (is_name("or")) {
+      chain.link();
       auto n = node<LogicExpr>(cur().line);
       next();
       n->left = std::move(e);
@@ -378,8 +395,10 @@ class Parser {
   }
 
   ExprPtr parse_and() {
+    Chain chain(*this);
     ExprPtr e = parse_not();
     while (is_name("and")) {
+      chain.link();
       auto n = node<LogicExpr>(cur().line);
       n->is_and = true;
       next();
@@ -438,8 +457,10 @@ class Parser {
   }
 
   ExprPtr parse_math1() {
+    Chain chain(*this);
     ExprPtr e = parse_concat();
     while (is_op("+") || is_op("-")) {
+      chain.link();
       Token op = next();
       e = binary(op.text, std::move(e), parse_concat(), op.line);
     }
@@ -447,8 +468,10 @@ class Parser {
   }
 
   ExprPtr parse_concat() {
+    Chain chain(*this);
     ExprPtr e = parse_math2();
     while (is_op("~")) {
+      chain.link();
       Token op = next();
       e = binary("~", std::move(e), parse_math2(), op.line);
     }
@@ -456,8 +479,10 @@ class Parser {
   }
 
   ExprPtr parse_math2() {
+    Chain chain(*this);
     ExprPtr e = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      chain.link();
       Token op = next();
       e = binary(op.text, std::move(e), parse_pow(), op.line);
     }
@@ -465,8 +490,10 @@ class Parser {
   }
 
   ExprPtr parse_pow() {
+    Chain chain(*this);
     ExprPtr e = parse_unary(true);
     while (is_op("**")) {
+      chain.link();
       Token op = next();
       e = binary("**", std::move(e), parse_unary(true), op.line);
     }
@@ -555,7 +582,9 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
+    Chain chain(*this);
     while (true) {
+      chain.link();
       if (is_op(".")) {
         int line = next().line;
         if (cur().kind == Tok::kName) {
@@ -636,7 +665,9 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr e) {
+    Chain chain(*this);
     while (true) {
+      chain.link();
       if (is_op("|")) {
         next();
         auto f = node<FilterExpr>(cur().line);
