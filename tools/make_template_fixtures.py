@@ -218,6 +218,14 @@ FEATURES = [
     "{{ 'x' if messages[0].content is string and not (messages[0].content.startswith('<a>') and messages[0].content.endswith('</a>')) else 'y' }}",
     "{{ {'a': 1} == {'a': 1} }} {{ [1, 2] == [1, 2] }} {{ none == none }} {{ x == none }} {{ 'a' != 'b' }}",
     "{% set x = 'a\"b'|safe %}{{ x + '<&>\"' }} {{ '<' ~ x }} {{ (x + 'y')|length }} {{ x|escape }} {{ '<i>'|e }} {{ (x ~ '  ')|safe|trim + '\"' }} {{ '\"' + x }} {{ (x|upper) + '&' }} {{ x * 2 + '<' }} {{ (x|replace('a', 'c')) + '<' }}",
+    "{{ 'abc'[1] }} {{ [1, 2, 3][-1:] }} {{ (1,) }} {{ 1.5|int }} {{ '1e3'|int }} {{ ' 42 '|int }} {{ '1_000'|int }} {{ 'a b-c'.title() }} {{ none ~ 1 }} {{ {'é': 'ü'}|tojson(true) }} {{ [1]|tojson(false, 2) }} {{ '😀x'|length }} {{ '😀x'[0] }} {{ 'x😀y'[::-1] }}",
+    "{{ 1 // 0 }}",
+    "{{ messages.append(1) }}",
+    "{{ 2 ** 0.5 }} {{ 10 ** -1 }} {{ -2 ** 2 }} {{ 1e300 * 1e10 }} {{ -0.0 }} {{ 1 / 7 * 7 }} {{ 100000000000000000.0 }} {{ 0.0001 }} {{ 0.00001 }} {{ 3 % -2 }} {{ -3.5 // 2 }} {{ 7.5 % 2 }}",
+    "{% for a, b in {'x': 1, 'y': 2}.items() %}{{ a }}{{ b }}{% if not loop.last %},{% endif %}{% endfor %}|{% for x in 'ab' %}{{ loop.cycle('odd', 'even') }}{% endfor %}|{% for i in range(3) %}{{ i }}{% endfor %}{% for i in range(1, 7, 2) %}{{ i }}{% endfor %}",
+    "{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{{ a is defined }}|{% raw %}{{ not parsed }}{% endraw %}|{{ 'Tab\there' }}",
+    "{%- macro m(a, b=2) -%}[{{ a }},{{ b }},{{ varargs }},{{ kwargs }}]{%- endmacro -%}{{ m(1) }}{{ m(1, 3) }}{{ m(b=5, a=4) }}",
+    "{{ messages|selectattr('role', 'in', ['user', 'system'])|map(attribute='role')|join('+') }} {{ messages|map(attribute='role')|unique|list|length }} {{ [3, 1, 2]|sort|first }} {{ ['b', 'a']|sort|join }} {{ [{'n': 2}, {'n': 1}]|sort(attribute='n')|map(attribute='n')|list }}",
     "{% set t = 'ab' %}{{ t * 2 }}{{ t[0] }}{{ t[-1] }}{{ t[5] }}|{{ [1, 2, 3]|sum }} {{ [3, 1, 2]|min }} {{ [3, 1, 2]|max }} {{ 3.14159|round(2) }} {{ 2.5|round }}",
 ]
 

@@ -108,7 +108,7 @@ Value Interpreter::call_macro(const MacroDef& def, CallArgs& args, const Value* 
       if (given) continue;
       frame->set(pname, dflt ? dflt->eval(*this) : Value(Undefined{"'" + pname + "' is undefined"}));
     }
-    frame->set("varargs", make_list(std::move(extra_pos)));
+    frame->set("varargs", make_list(std::move(extra_pos), true));
     frame->set("kwargs", Value(extra_kw));
     if (caller) frame->set("caller", *caller);
     std::string text = capture(def.body);
