@@ -226,6 +226,7 @@ FEATURES = [
     "{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{{ a is defined }}|{% raw %}{{ not parsed }}{% endraw %}|{{ 'Tab\there' }}",
     "{%- macro m(a, b=2) -%}[{{ a }},{{ b }},{{ varargs }},{{ kwargs }}]{%- endmacro -%}{{ m(1) }}{{ m(1, 3) }}{{ m(b=5, a=4) }}",
     "{{ messages|selectattr('role', 'in', ['user', 'system'])|map(attribute='role')|join('+') }} {{ messages|map(attribute='role')|unique|list|length }} {{ [3, 1, 2]|sort|first }} {{ ['b', 'a']|sort|join }} {{ [{'n': 2}, {'n': 1}]|sort(attribute='n')|map(attribute='n')|list }}",
+    "{% for x in messages + [{'role': 'extra'}] if x.role != 'user' %}{{ x.role }}{% endfor %}|{% for x in none or [1, 2] %}{{ x }}{% endfor %}|{% for x in messages|reverse %}{{ loop.index }}{% endfor %}",
     "{% set t = 'ab' %}{{ t * 2 }}{{ t[0] }}{{ t[-1] }}{{ t[5] }}|{{ [1, 2, 3]|sum }} {{ [3, 1, 2]|min }} {{ [3, 1, 2]|max }} {{ 3.14159|round(2) }} {{ 2.5|round }}",
 ]
 

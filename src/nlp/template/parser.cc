@@ -97,7 +97,7 @@ class Parser {
         next();
         auto s = std::make_unique<OutputStmt>();
         s->line = tok.line;
-        s->expr = parse_tuple(true, false);
+        s->expr = parse_tuple(true);
         if (cur().kind != Tok::kVarEnd) fail("expected end of print statement '}}', got " + describe(cur()));
         next();
         body.push_back(std::move(s));
@@ -146,7 +146,7 @@ class Parser {
     auto s = std::make_unique<IfStmt>();
     s->line = line;
     while (true) {
-      ExprPtr cond = parse_tuple(false, false);
+      ExprPtr cond = parse_tuple(false);
       expect_block_end();
       Body body;
       std::string end = parse_body(body, {"elif", "else", "endif"});
@@ -181,7 +181,7 @@ class Parser {
     s->targets = parse_targets();
     if (!is_name("in")) fail("expected 'in' in for loop, got " + describe(cur()));
     next();
-    s->iter = parse_tuple(false, true);  // no conditional expression: `if` filters the loop
+    s->iter = parse_tuple(false);  // no conditional expression: `if` filters the loop
     if (is_name("if")) {
       next();
       s->filter = parse_expression(true);
@@ -216,7 +216,7 @@ class Parser {
     }
     if (is_op("=")) {
       next();
-      s->value = parse_tuple(true, false);
+      s->value = parse_tuple(true);
       expect_block_end();
       return s;
     }
@@ -314,7 +314,7 @@ class Parser {
   }
 
   // a, b, c  (a tuple when there is a comma); explicit_parens: called after '('.
-  ExprPtr parse_tuple(bool with_condexpr, bool simplified, bool explicit_parens = false) {
+  ExprPtr parse_tuple(bool with_condexpr, bool explicit_parens = false) {
     int line = cur().line;
     std::vector<ExprPtr> items;
     bool comma = false;
@@ -327,11 +327,7 @@ class Parser {
       if (cur().kind == Tok::kVarEnd || cur().kind == Tok::kBlockEnd || is_op(")") ||
           (!items.empty() && (is_name("if") && !with_condexpr)))
         break;
-      if (simplified) {
-        items.push_back(parse_primary_postfix());
-      } else {
-        items.push_back(parse_expression(with_condexpr));
-      }
+      items.push_back(parse_expression(with_condexpr));
       if (!is_op(",")) break;
     }
     if (items.empty()) {
@@ -347,13 +343,6 @@ class Parser {
     t->items = std::move(items);
     t->tuple = true;
     return t;
-  }
-
-  ExprPtr parse_primary_postfix() {
-    Depth d(*this);
-    ExprPtr e = parse_primary();
-    e = parse_postfix(std::move(e));
-    return parse_filter_expr(std::move(e));
   }
 
   ExprPtr parse_expression(bool with_condexpr) {
@@ -550,7 +539,7 @@ class Parser {
     }
     if (is_op("(")) {
       next();
-      ExprPtr e = parse_tuple(true, false, true);
+      ExprPtr e = parse_tuple(true, true);
       expect_op(")");
       return e;
     }
