@@ -663,7 +663,8 @@ class Parser {
         f->name = expect_name();
         while (is_op(".")) {  // dotted filter names
           next();
-          f->name += "." + expect_name();
+          f->name += '.';  // appended in two steps: GCC 12 warns (-Wrestrict) on "." + string
+          f->name += expect_name();
         }
         f->fn = find_filter(f->name);
         if (!f->fn) unsupported(f->line, "the filter '" + f->name + "'");
