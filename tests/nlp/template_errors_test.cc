@@ -165,3 +165,32 @@ TEST(ChatTemplateErrors, DeepNestingIsASyntaxErrorNotAStackOverflow) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ChatTemplateErrors, ExplodingDataStopsAtTheLimits) {
+  spore::nlp::RenderOptions opt;
+  opt.step_limit = 100000;
+  opt.max_output_bytes = 1 << 20;
+  const char* hostile[] = {
+      // a list that doubles every iteration
+      "{% set ns = namespace(l=[1]) %}{% for i in range(60) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+      // a repetition whose size overflows 64 bits
+      "{{ ([1, 2, 3, 4] * 4611686018427387904)|length }}",
+      // an empty pattern replaced by a large string
+      "{{ ('x' * 100000)|replace('', 'y' * 100000) }}",
+      "{{ ('x' * 100000).replace('', 'y' * 100000) }}",
+      // a string that doubles every iteration
+      "{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+  };
+  for (const char* text : hostile) {
+    try {
+      spore::nlp::ChatTemplate::from_text(text).render("[]", false, "{}", opt);
+      ADD_FAILURE() << "rendered " << text;
+    } catch (const spore::Error& e) {
+      EXPECT_EQ(e.code(), spore::ErrorCode::kValue) << text << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace

@@ -123,12 +123,26 @@ Value f_join(Interpreter& in, const Value& v, CallArgs& a) {
   return Value(std::move(out));
 }
 
+}  // namespace
+
+// str.replace with the result's size checked before it is built (an empty `old` matches
+// between every code point, so a large `repl` could otherwise explode).
+std::string checked_replace(Interpreter& in, int line, const std::string& s, const std::string& old,
+                            const std::string& repl, long count) {
+  double hits = static_cast<double>(pystr::count(s, old));
+  if (count >= 0 && hits > static_cast<double>(count)) hits = static_cast<double>(count);
+  double size = static_cast<double>(s.size()) + hits * static_cast<double>(repl.size());
+  in.check_size(line, size > 1e18 ? SIZE_MAX : static_cast<std::size_t>(size));
+  in.step(line, static_cast<std::size_t>(size / 1024));
+  return pystr::replace(s, old, repl, count);
+}
+
+namespace {
+
 Value f_replace(Interpreter& in, const Value& v, CallArgs& a) {
   Value count = a.get(2, "count", Value(None{}));
-  std::string r = pystr::replace(soft(v), soft(a.get(0, "old")), soft(a.get(1, "new")),
-                                 count.is_none() ? -1 : static_cast<long>(int_arg(count, a.line, "replace's count")));
-  in.check_size(a.line, r.size());
-  return Value(std::move(r));
+  return Value(checked_replace(in, a.line, soft(v), soft(a.get(0, "old")), soft(a.get(1, "new")),
+                               count.is_none() ? -1 : static_cast<long>(int_arg(count, a.line, "replace's count"))));
 }
 
 Value f_lower(Interpreter&, const Value& v, CallArgs&) { return keep_markup(v, pystr::lower(soft(v))); }
@@ -586,11 +600,9 @@ Value Method::call(Interpreter& in, CallArgs& a) const {
     if (n == "title") return keep_markup(self_, pystr::title(s));
     if (n == "capitalize") return keep_markup(self_, pystr::capitalize(s));
     if (n == "replace") {
-      std::string r = pystr::replace(s, str_arg(a.get(0, "old"), line, "replace's old"),
-                                     str_arg(a.get(1, "new"), line, "replace's new"),
-                                     static_cast<long>(int_arg(a.get(2, "count", Value(-1)), line, "replace's count")));
-      in.check_size(line, r.size());
-      return Value(std::move(r));
+      return Value(checked_replace(in, line, s, str_arg(a.get(0, "old"), line, "replace's old"),
+                                   str_arg(a.get(1, "new"), line, "replace's new"),
+                                   static_cast<long>(int_arg(a.get(2, "count", Value(-1)), line, "replace's count"))));
     }
     if (n == "find" || n == "rfind") return Value(static_cast<std::int64_t>(pystr::find(s, str_arg(a.get(0, "sub"), line, "find's argument"), n == "rfind")));
     if (n == "count") return Value(static_cast<std::int64_t>(pystr::count(s, str_arg(a.get(0, "sub"), line, "count's argument"))));

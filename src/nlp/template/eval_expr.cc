@@ -179,16 +179,18 @@ std::int64_t as_int(const Value& v) { return v.is_int() ? v.integer() : (v.boole
 
 Value repeat(const Value& seq, std::int64_t n, int line, Interpreter& in) {
   if (n < 0) n = 0;
+  std::size_t unit = seq.is_string() ? seq.str().size() : seq.list().items.size();
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(unit, static_cast<std::size_t>(n), &total)) total = SIZE_MAX;
+  in.step(line, seq.is_string() ? static_cast<std::size_t>(n) : total);
   if (seq.is_string()) {
-    in.check_size(line, seq.str().size() * static_cast<std::size_t>(n));
-    in.step(line, static_cast<std::size_t>(n));
+    in.check_size(line, total);
     std::string out;
     for (std::int64_t i = 0; i < n; ++i) out += seq.str();
     Value r(std::move(out));
     r.safe = seq.safe;
     return r;
   }
-  in.step(line, seq.list().items.size() * static_cast<std::size_t>(n));
   std::vector<Value> out;
   for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.list().items.begin(), seq.list().items.end());
   return make_list(std::move(out), seq.list().tuple);
@@ -265,11 +267,13 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       in.check_size(line, a.str().size() + b.str().size());
+      in.step(line, (a.str().size() + b.str().size()) / 1024);  // copying counts as work
       if (a.safe || b.safe)  // Markup.__add__/__radd__ escape the plain operand
         return make_markup((a.safe ? a.str() : html_escape(a.str())) + (b.safe ? b.str() : html_escape(b.str())));
       return Value(a.str() + b.str());
     }
     if (a.is_list() && b.is_list() && a.list().tuple == b.list().tuple) {
+      in.step(line, a.list().items.size() + b.list().items.size());
       std::vector<Value> out = a.list().items;
       out.insert(out.end(), b.list().items.begin(), b.list().items.end());
       return make_list(std::move(out), a.list().tuple);
@@ -345,6 +349,7 @@ Value BinaryExpr::eval(Interpreter& in) const {
     std::string s = to_str(a);
     append_str(s, b);
     in.check_size(line, s.size());
+    in.step(line, s.size() / 1024);
     return Value(std::move(s));
   }
   return arithmetic(op, a, b, line, in);

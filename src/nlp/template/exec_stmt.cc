@@ -26,7 +26,7 @@ Interpreter::Interpreter(std::size_t step_limit, std::size_t max_output_bytes)
     : root(std::make_shared<Scope>()), scope(root), step_limit_(step_limit), max_output_(max_output_bytes) {}
 
 void Interpreter::step(int line, std::size_t n) {
-  steps_ += n;
+  steps_ = (n > step_limit_ || steps_ > step_limit_ - n) ? step_limit_ + 1 : steps_ + n;  // saturating
   if (steps_ > step_limit_)
     throw Error(ErrorCode::kValue, "chat template line " + std::to_string(line) + ": rendering passed the step limit of " +
                                        std::to_string(step_limit_) +
