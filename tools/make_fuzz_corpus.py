@@ -122,6 +122,24 @@ def main():
     }
     for name, (selector, text) in programs.items():
         put("fused_program", name, bytes([selector]) + text.encode())
+    # Chat templates: the models' real templates and the one-construct templates of the parity
+    # fixtures (tests/fixtures/templates/), as template text.
+    tdir = os.path.join(FIX, "templates")
+    for model in sorted(os.listdir(tdir)):
+        mdir = os.path.join(tdir, model)
+        if not os.path.isdir(mdir):
+            continue
+        for name in sorted(os.listdir(mdir)):
+            path = os.path.join(mdir, name)
+            if name.endswith(".jinja"):
+                copy("chat_template", path)
+            elif name == "tokenizer_config.json":
+                text = json.load(open(path, encoding="utf-8")).get("chat_template")
+                if isinstance(text, str):
+                    put("chat_template", model + ".jinja", text.encode())
+    features = json.load(open(os.path.join(tdir, "features.json"), encoding="utf-8"))["features"]
+    for i, f in enumerate(features):
+        put("chat_template", "feature_%02d.jinja" % i, f["template"].encode())
 
 
 if __name__ == "__main__":

@@ -23,5 +23,6 @@ void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::stri
 void add_verify_command(CLI::App& app, Handlers& h);
 void add_ir_commands(CLI::App& app, Handlers& h);
 void add_lite_commands(CLI::App& app, Handlers& h);
+void add_template_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 
 }  // namespace spore::cli

@@ -6,6 +6,7 @@
 //   spore verify PATH                  an artifact against its lock
 //   spore ir info | convert            model IR files
 //   spore lite run FILE --input NAME=FILE.npy --output DIR   a model in the Lite runtime
+//   spore template PATH --messages FILE.json   a chat template rendered as transformers does
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   spore::cli::add_verify_command(app, handlers);
   spore::cli::add_ir_commands(app, handlers);
   spore::cli::add_lite_commands(app, handlers);
+  spore::cli::add_template_command(app, handlers, command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
