@@ -16,5 +16,6 @@ void register_norm_kernels();
 void register_creation_kernels();
 void register_conv_kernels();
 void register_optim_kernels();
+void register_llm_kernels();  // rms_norm, rope, attention, kv_cache_write, matmul_q
 
 }  // namespace spore::cpu
