@@ -98,10 +98,10 @@ void infer_attention(const InferArgs& a, Inference& out) {
     op_error(a.def, ErrorCode::kShape,
              "the kv heads (" + std::to_string(Hkv) + ") must divide the query heads (" + std::to_string(Hq) + ")");
   const int64_t past = a.attrs.i(1);
-  if (past < 0 || past + S > T)
+  if (past < 0 || past > T - S)  // (past + S could overflow)
     op_error(a.def, ErrorCode::kShape,
-             "queries at positions " + std::to_string(past) + ".." + std::to_string(past + S - 1) +
-                 " need at least " + std::to_string(past + S) + " keys, k has " + std::to_string(T));
+             std::to_string(S) + " queries from position " + std::to_string(past) + " need past + " +
+                 std::to_string(S) + " keys, k has " + std::to_string(T) + " (past must be in [0, T - S])");
   if (!std::isfinite(a.attrs.f(0))) op_error(a.def, ErrorCode::kValue, "scale must be finite");
   out.outputs[0] = {Shape{B, Hq, S, v.shape()[3]}, q.dtype()};
   out.compute = q.dtype();
@@ -166,9 +166,9 @@ void infer_kv_cache_write(const InferArgs& a, Inference& out) {
     op_error(a.def, ErrorCode::kShape,
              "cache [B, H, T, D] and new rows [B, H, S, D] must agree on B, H and D, got " + describe_inputs(a.inputs));
   const int64_t pos = a.attrs.i(0), S = kv.shape()[2], T = cache.shape()[2];
-  if (pos < 0 || pos + S > T)
+  if (pos < 0 || pos > T - S)  // (pos + S could overflow)
     op_error(a.def, ErrorCode::kShape,
-             "rows " + std::to_string(pos) + ".." + std::to_string(pos + S - 1) + " do not fit a cache of " +
+             std::to_string(S) + " rows from position " + std::to_string(pos) + " do not fit a cache of " +
                  std::to_string(T) + " positions (make the cache longer or start a new sequence)");
   if (!cache.is_contiguous())
     op_error(a.def, ErrorCode::kValue, "the cache must be contiguous (it is written in place)");
