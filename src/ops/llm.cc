@@ -1,6 +1,6 @@
 // LLM blocks as registry ops: rms_norm, rope, attention, kv_cache_write (NOTE [LLM blocks] in
 // docs/design.md). Inference checks every shape and dtype here, so the kernels
-// (src/backends/cpu/llm_kernels.inc) can assume them; backward rules are written with ops.
+// (each backend's) can assume them; backward rules are written with ops.
 #include <cmath>
 #include <limits>
 

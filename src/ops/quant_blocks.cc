@@ -1,5 +1,5 @@
 // Reference (de)quantisation of the GGUF block formats (include/spore/quant.h). Scalar and plain:
-// the kernels (src/backends/cpu/quant_kernels.inc) are checked against these, and these against
+// the backends' matmul_q kernels are checked against these, and these against
 // float64 arithmetic in tests/ops/quant_blocks_test.cc.
 #include <algorithm>
 #include <cmath>
