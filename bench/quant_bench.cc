@@ -1,7 +1,7 @@
 // matmul_q matrix-vector (decode) speed at Qwen2.5-0.5B's shapes, as GB/s of weights read and as
 // a fraction of the read bandwidth this program measures in the same run (the roofline of a
 // decode step, which reads every weight once). 1 and 2 threads; every weight type.
-//   quant_bench [rounds]    (default 5; medians of interleaved rounds: the machine is noisy)
+//   quant_bench [rounds [type]]    (default 5 rounds, every type; medians of interleaved rounds)
 // Shapes (k -> n): 896 -> 4864 (gate / up), 4864 -> 896 (down), 896 -> 151936 (LM head).
 #include <algorithm>
 #include <chrono>
@@ -88,7 +88,8 @@ struct Row {
 int main(int argc, char** argv) {
   using namespace spore;
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
-  const std::vector<std::string> types{"f16", "bf16", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k"};
+  std::vector<std::string> types{"f16", "bf16", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k"};
+  if (argc > 2) types = {argv[2]};  // one type only
   const std::vector<std::pair<int64_t, int64_t>> shapes{{896, 4864}, {4864, 896}, {896, 151936}};
   std::printf("# matmul_q matvec, SIMD level %s, %d rounds (medians)\n", cpu::simd_level_name(cpu::simd_level()),
               rounds);
