@@ -3,28 +3,14 @@
 #include <cmath>
 #include <limits>
 
-#include "../../src/backends/cpu/cpu_features.h"
 #include "spore/error.h"
 #include "spore/llm.h"
+#include "ops/llm_test_util.h"
 #include "test_util.h"
 
 namespace spore::test {
 namespace {
 
-using cpu::SimdLevel;
-
-// Runs `body` once per SIMD level the CPU has (generic first), restoring the level after.
-template <typename F>
-void at_every_level(F&& body) {
-  const SimdLevel saved = cpu::simd_level();
-  for (SimdLevel level : {SimdLevel::kGeneric, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
-    if (level > cpu::best_simd_level()) continue;
-    cpu::set_simd_level(level);
-    SCOPED_TRACE(cpu::simd_level_name(level));
-    body();
-  }
-  cpu::set_simd_level(saved);
-}
 
 // ---- rms_norm -------------------------------------------------------------------------------
 std::vector<double> rms_norm_ref(const std::vector<double>& x, const std::vector<double>& w, double eps) {
@@ -225,20 +211,12 @@ TEST(Attention, Float64MatchesToRounding) {
 }
 
 TEST(Attention, BadShapesAreTypedErrors) {
-  auto code_of = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    return ErrorCode::kInternal;
-  };
   const Tensor q = zeros({1, 6, 2, 8});
-  EXPECT_EQ(code_of([&] { attention(q, zeros({1, 4, 5, 8}), zeros({1, 4, 5, 8})); }), ErrorCode::kShape);  // 4 ∤ 6
-  EXPECT_EQ(code_of([&] { attention(q, zeros({1, 3, 5, 8}), zeros({1, 3, 5, 8}), 0, 4); }), ErrorCode::kShape);  // 4 + 2 > 5
-  EXPECT_EQ(code_of([&] { attention(q, zeros({1, 3, 5, 4}), zeros({1, 3, 5, 8})); }), ErrorCode::kShape);  // D differs
-  EXPECT_EQ(code_of([&] { attention(q, zeros({1, 3, 5, 8}, DType::kInt32), zeros({1, 3, 5, 8})); }), ErrorCode::kDType);
-  EXPECT_EQ(code_of([&] { attention(zeros({6, 2, 8}), zeros({3, 5, 8}), zeros({3, 5, 8})); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { attention(q, zeros({1, 4, 5, 8}), zeros({1, 4, 5, 8})); }), ErrorCode::kShape);  // 4 ∤ 6
+  EXPECT_EQ(error_code_of([&] { attention(q, zeros({1, 3, 5, 8}), zeros({1, 3, 5, 8}), 0, 4); }), ErrorCode::kShape);  // 4 + 2 > 5
+  EXPECT_EQ(error_code_of([&] { attention(q, zeros({1, 3, 5, 4}), zeros({1, 3, 5, 8})); }), ErrorCode::kShape);  // D differs
+  EXPECT_EQ(error_code_of([&] { attention(q, zeros({1, 3, 5, 8}, DType::kInt32), zeros({1, 3, 5, 8})); }), ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { attention(zeros({6, 2, 8}), zeros({3, 5, 8}), zeros({3, 5, 8})); }), ErrorCode::kShape);
 }
 
 // ---- kv_cache_write -------------------------------------------------------------------------

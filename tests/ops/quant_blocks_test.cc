@@ -6,6 +6,7 @@
 #include "spore/error.h"
 #include "spore/half.h"
 #include "spore/quant.h"
+#include "ops/llm_test_util.h"
 #include "test_util.h"
 
 namespace spore::test {
@@ -142,23 +143,15 @@ TEST(QuantBlocks, QuantizeRoundTripsWithinTheFormatsStep) {
 }
 
 TEST(QuantBlocks, WrongSizesAndReadOnlyTypesAreTypedErrors) {
-  auto code_of = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    return ErrorCode::kInternal;
-  };
   std::vector<float> out(64);
   std::vector<uint8_t> bytes(67);
-  EXPECT_EQ(code_of([&] { dequantize_row(QuantType::kQ8_0, bytes, out); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { dequantize_row(QuantType::kQ8_0, bytes, out); }), ErrorCode::kShape);
   std::vector<float> odd(100);
-  EXPECT_EQ(code_of([&] { quant_row_bytes(QuantType::kQ4_0, 100); }), ErrorCode::kShape);
-  EXPECT_EQ(code_of([&] { dequantize_row(QuantType::kQ4_0, bytes, odd); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { quant_row_bytes(QuantType::kQ4_0, 100); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { dequantize_row(QuantType::kQ4_0, bytes, odd); }), ErrorCode::kShape);
   std::vector<float> x(256);
   std::vector<uint8_t> q6(210);
-  EXPECT_EQ(code_of([&] { quantize_row(QuantType::kQ6_K, x, q6); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(error_code_of([&] { quantize_row(QuantType::kQ6_K, x, q6); }), ErrorCode::kUnsupported);
 }
 
 }  // namespace

@@ -4,29 +4,16 @@
 #include <cstring>
 #include <random>
 
-#include "../../src/backends/cpu/cpu_features.h"
 #include "spore/error.h"
 #include "spore/half.h"
 #include "spore/llm.h"
 #include "spore/quant.h"
+#include "ops/llm_test_util.h"
 #include "test_util.h"
 
 namespace spore::test {
 namespace {
 
-using cpu::SimdLevel;
-
-template <typename F>
-void at_every_level(F&& body) {
-  const SimdLevel saved = cpu::simd_level();
-  for (SimdLevel level : {SimdLevel::kGeneric, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
-    if (level > cpu::best_simd_level()) continue;
-    cpu::set_simd_level(level);
-    SCOPED_TRACE(cpu::simd_level_name(level));
-    body();
-  }
-  cpu::set_simd_level(saved);
-}
 
 // n rows of k weights in type t: quantised from random floats where Spore writes the type,
 // otherwise random bytes with sane float16 scales (q5_k, q6_k are read-only here).
@@ -141,26 +128,18 @@ TEST(MatmulQ, HalfAndBFloat16Weights) {
 }
 
 TEST(MatmulQ, HostileInputsAreTypedErrors) {
-  auto code_of = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    return ErrorCode::kInternal;
-  };
   const Tensor x = zeros({2, 64});
   const Tensor w = zeros({3, 68}, DType::kUInt8);  // 2 q8_0 blocks per row
-  EXPECT_EQ(code_of([&] { matmul_q(x, w, "q8_0"); }), ErrorCode::kInternal) << "a valid call";
-  EXPECT_EQ(code_of([&] { matmul_q(x, w, "q3_k"); }), ErrorCode::kValue);
-  EXPECT_EQ(code_of([&] { matmul_q(x, zeros({3, 67}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // bytes per row
-  EXPECT_EQ(code_of([&] { matmul_q(zeros({2, 60}), zeros({3, 60}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // k % 32
-  EXPECT_EQ(code_of([&] { matmul_q(x, w, "q4_k"); }), ErrorCode::kShape);  // k = 64 < one super-block
-  EXPECT_EQ(code_of([&] { matmul_q(x, zeros({3, 68}), "q8_0"); }), ErrorCode::kDType);  // float32 bytes
-  EXPECT_EQ(code_of([&] { matmul_q(zeros({2, 64}, DType::kFloat64), w, "q8_0"); }), ErrorCode::kDType);
-  EXPECT_EQ(code_of([&] { matmul_q(x, zeros({3, 64}, DType::kUInt8), "f16"); }), ErrorCode::kDType);
-  EXPECT_EQ(code_of([&] { matmul_q(x, zeros({3, 63}, DType::kFloat16), "f16"); }), ErrorCode::kShape);
-  EXPECT_EQ(code_of([&] { matmul_q(zeros({64}), w, "q8_0"); }), ErrorCode::kDType);  // x must be 2-D
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q8_0"); }), ErrorCode::kInternal) << "a valid call";
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q3_k"); }), ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 67}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // bytes per row
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 60}), zeros({3, 60}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // k % 32
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q4_k"); }), ErrorCode::kShape);  // k = 64 < one super-block
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 68}), "q8_0"); }), ErrorCode::kDType);  // float32 bytes
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 64}, DType::kFloat64), w, "q8_0"); }), ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 64}, DType::kUInt8), "f16"); }), ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 63}, DType::kFloat16), "f16"); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({64}), w, "q8_0"); }), ErrorCode::kDType);  // x must be 2-D
 }
 
 }  // namespace
