@@ -11,7 +11,6 @@
 namespace spore::test {
 namespace {
 
-
 // ---- rms_norm -------------------------------------------------------------------------------
 std::vector<double> rms_norm_ref(const std::vector<double>& x, const std::vector<double>& w, double eps) {
   const size_t d = w.size();
@@ -217,6 +216,37 @@ TEST(Attention, BadShapesAreTypedErrors) {
   EXPECT_EQ(error_code_of([&] { attention(q, zeros({1, 3, 5, 4}), zeros({1, 3, 5, 8})); }), ErrorCode::kShape);  // D differs
   EXPECT_EQ(error_code_of([&] { attention(q, zeros({1, 3, 5, 8}, DType::kInt32), zeros({1, 3, 5, 8})); }), ErrorCode::kDType);
   EXPECT_EQ(error_code_of([&] { attention(zeros({6, 2, 8}), zeros({3, 5, 8}), zeros({3, 5, 8})); }), ErrorCode::kShape);
+}
+
+// The engine's flow: prefill writes S rows into a float16 cache, each decode step writes one row
+// and attends with past = its position; every step equals full causal attention over the
+// sequence so far (float64 reference on the float16-rounded keys and values).
+TEST(Attention, PrefillThenDecodeThroughAFloat16Cache) {
+  const int64_t Hq = 4, Hkv = 2, D = 16, T = 12, S = 5;
+  const Tensor kc = zeros({1, Hkv, T, D}, DType::kFloat16), vc = zeros({1, Hkv, T, D}, DType::kFloat16);
+  const auto qv = random_values(Hq * T * D, DType::kFloat32, -1, 1, 71);
+  const auto kv = random_values(Hkv * T * D, DType::kFloat16, -1, 1, 72);  // exact in float16
+  const auto vv = random_values(Hkv * T * D, DType::kFloat16, -1, 1, 73);
+  // Rows [s0, s1) of a [1, H, T, D] buffer as a [1, H, s1 - s0, D] tensor.
+  auto rows = [&](const std::vector<double>& buf, int64_t h, int64_t s0, int64_t s1) {
+    std::vector<double> out;
+    for (int64_t i = 0; i < h; ++i)
+      out.insert(out.end(), buf.begin() + (i * T + s0) * D, buf.begin() + (i * T + s1) * D);
+    return out;
+  };
+  for (int64_t pos = 0; pos < T;) {
+    const int64_t n = pos == 0 ? S : 1;  // prefill, then one token a step
+    SCOPED_TRACE("position " + std::to_string(pos));
+    kv_cache_write(kc, make_tensor(rows(kv, Hkv, pos, pos + n), Shape{1, Hkv, n, D}, DType::kFloat32), pos);
+    kv_cache_write(vc, make_tensor(rows(vv, Hkv, pos, pos + n), Shape{1, Hkv, n, D}, DType::kFloat32), pos);
+    const auto q = rows(qv, Hq, pos, pos + n);
+    const Tensor y = attention(make_tensor(q, Shape{1, Hq, n, D}, DType::kFloat32), kc, vc, 0, pos);
+    expect_close(y,
+                 attention_ref(q, rows(kv, Hkv, 0, pos + n), rows(vv, Hkv, 0, pos + n), 1, Hq, Hkv, n, pos + n, D, D,
+                               1 / std::sqrt((double)D), pos),
+                 Tol{2e-5, 2e-5});
+    pos += n;
+  }
 }
 
 // ---- kv_cache_write -------------------------------------------------------------------------
