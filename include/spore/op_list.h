@@ -35,7 +35,11 @@
   /* in-place write: input 0 = input 1 (Tensor::copy_) */                                       \
   X(assign)                                                                                     \
   /* a fused chain of elementwise ops (graph passes, NOTE [Elementwise fusion]) */              \
-  X(fused_elementwise)
+  X(fused_elementwise)                                                                          \
+  /* LLM blocks (NOTE [LLM blocks]); kv_cache_write writes its cache input in place */          \
+  X(rms_norm) X(rope) X(attention) X(kv_cache_write)                                            \
+  /* products with GGUF-quantized weights (NOTE [Quantized kernels]) */                         \
+  X(matmul_q)
 // clang-format on
 
 namespace spore {
@@ -53,9 +57,10 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // of an op changes the op set, so its version must change with it: the static_assert below fails
 // when the list changes and reminds whoever changed it to bump kOpSetVersion and the count.
 // Version 2 added slice_scatter and scatter_add (the gradients of slice and gather); version 3
-// added assign (Tensor::copy_ as an op that declares it writes its first input); version 4 added
-// fused_elementwise (the elementwise fusion pass's node).
+// added assign (Tensor::copy_ as an op that declares it writes its first input). Version 4 added
+// fused_elementwise (the elementwise fusion pass's node) and the LLM blocks rms_norm, rope,
+// attention, kv_cache_write and matmul_q.
 inline constexpr int kOpSetVersion = 4;
-static_assert(kNumOps == 72, "the op list changed: bump kOpSetVersion and update this count");
+static_assert(kNumOps == 77, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

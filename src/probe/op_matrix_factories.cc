@@ -8,8 +8,10 @@
 #include <string>
 
 #include "spore/context.h"
+#include "spore/llm.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
+#include "spore/quant.h"
 
 namespace spore::probe {
 
@@ -374,6 +376,64 @@ FactoryTable build() {
                          return dispatch1(OpId::k_fused_elementwise, std::span<const Tensor>(x), program);
                        });
   };
+  // LLM blocks (NOTE [LLM blocks]): positions and inv_freq stay int64 / float32 in the reference
+  // too (the gradient check perturbs float64 inputs only, and rope has no gradient for them).
+  f[OpId::k_rms_norm] = [](DType t) -> std::optional<OpCase> {
+    if (!is_floating(t)) return std::nullopt;
+    return with_inputs(t, {{Shape{2, 4}, K::kGeneral}, {Shape{4}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return rms_norm(x[0], x[1], 1e-5); });
+  f[OpId::k_rope] = [](DType t) -> std::optional<OpCase> {
+    if (!is_floating(t)) return std::nullopt;
+    // [B, H, S, D] = [1, 2, 3, 6] with 2 frequencies: features 4 and 5 pass through.
+    OpCase c = with_inputs(t, {{Shape{1, 2, 3, 6}, K::kGeneral}}, [](const std::vector<Tensor>& x, bool) {
+      return rope(x[0], x[1], x[2], RopeOptions{-2, false, 1.0, false});
+    });
+    for (const Tensor& extra : {index_tensor({0, 5, 2}, Shape{3}), Tensor::from_vector<float>({1.0f, 0.25f})}) {
+      c.inputs.push_back(extra);
+      c.ref_inputs.push_back(extra);
+    }
+    return c;
+  f[OpId::k_attention] = [](DType t) -> std::optional<OpCase> {
+    if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
+    // 4 query heads over 2 kv heads; queries at positions 2 and 3 of a 5-row cache.
+    return with_inputs(t, {{Shape{1, 4, 2, 3}, K::kGeneral}, {Shape{1, 2, 5, 3}, K::kGeneral}, {Shape{1, 2, 5, 2}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) { return attention(x[0], x[1], x[2], 0.5, 2); });
+  f[OpId::k_kv_cache_write] = [](DType t) -> std::optional<OpCase> {
+    if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
+    return with_inputs(t, {{Shape{1, 2, 4, 3}, K::kGeneral}, {Shape{1, 2, 2, 3}, K::kGeneral}},
+                         kv_cache_write(x[0], x[1], 1);
+                         return x[0];
+  // q8_0 weights and activations on a grid of 1/64 with a +-127/64 in every block, so both
+  // quantise exactly and the float64 reference (dequantise, matmul) is the op's exact answer.
+  f[OpId::k_matmul_q] = [](DType t) -> std::optional<OpCase> {
+    if (t != DType::kFloat32) return std::nullopt;
+    auto grid = [](int64_t n, uint32_t seed) {
+      std::vector<double> v = values(n, DType::kInt32, K::kGeneral, seed);  // integers in [-3, 3]
+      for (size_t i = 0; i < v.size(); ++i) v[i] = (i % 32 == 5 ? 127.0 : v[i] * 29) / 64;
+      return v;
+    };
+    OpCase c;
+    const std::vector<double> xv = grid(2 * 32, 3), wv = grid(3 * 32, 4);
+    c.inputs.push_back(mk(xv, Shape{2, 32}, DType::kFloat32));
+    c.ref_inputs.push_back(mk(xv, Shape{2, 32}, DType::kFloat64));
+    std::vector<uint8_t> blocks(3 * 34);
+    for (int r = 0; r < 3; ++r) {
+      std::vector<float> row(wv.begin() + 32 * r, wv.begin() + 32 * (r + 1));
+      quantize_row(QuantType::kQ8_0, row, std::span<uint8_t>(blocks.data() + 34 * r, 34));
+    }
+    const Tensor w = Tensor::from_bytes(blocks.data(), Shape{3, 34}, DType::kUInt8, Device::cpu());
+    c.inputs.push_back(w);
+    c.ref_inputs.push_back(w);
+    c.run = [](const std::vector<Tensor>& x, bool ref) {
+      if (!ref) return matmul_q(x[0], x[1], "q8_0");
+      std::vector<float> deq(3 * 32);
+      const std::vector<uint8_t> b = x[1].to_bytes();
+      for (int r = 0; r < 3; ++r)
+        dequantize_row(QuantType::kQ8_0, std::span<const uint8_t>(b.data() + 34 * r, 34),
+                       std::span<float>(deq.data() + 32 * r, 32));
+      return matmul(x[0], transpose(cast(Tensor::from_vector(deq, Shape{3, 32}), DType::kFloat64), 0, 1));
+    };
+    return c;
   return f;
 }
 

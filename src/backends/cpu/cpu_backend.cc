@@ -41,6 +41,7 @@ void register_cpu_kernels() {
   register_conv_kernels();
   register_optim_kernels();
   register_fused_kernels();
+  register_llm_kernels();
 }
 
 // NOTE [Backend registration]: the CPU backend adds itself to the core's list.

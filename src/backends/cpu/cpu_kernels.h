@@ -17,5 +17,6 @@ void register_creation_kernels();
 void register_conv_kernels();
 void register_fused_kernels();  // fused_elementwise (NOTE [Elementwise fusion])
 void register_optim_kernels();
+void register_llm_kernels();  // rms_norm, rope, attention, kv_cache_write, matmul_q
 
 }  // namespace spore::cpu

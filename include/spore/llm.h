@@ -1,0 +1,41 @@
+// Public API of the LLM block ops (NOTE [LLM blocks] in docs/design.md) and the quantized
+// matrix product (NOTE [Quantized kernels]). Each is one registry op.
+#pragma once
+#include <string>
+
+#include "spore/tensor.h"
+
+namespace spore {
+
+// x * rsqrt(mean(x^2 over the last axis) + eps) * weight; weight has x's last extent.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
+
+struct RopeOptions {
+  int64_t seq_axis = -2;     // axis of x that positions index ([B, H, S, D]: -2; [B, S, H, D]: -3)
+  bool interleaved = false;  // pairs (2i, 2i+1) (GPT-J, GGUF llama); else (i, i + rot/2) (NeoX, HF)
+  double scale = 1.0;        // multiplies cos and sin (LongRoPE / YaRN attention factor)
+  bool inverse = false;      // rotate by -angle (the backward rule)
+};
+// Rotary embedding of the first 2 * inv_freq.numel() features of the last axis (the rest pass
+// through): angle = positions[s] * inv_freq[i] in float32, as Hugging Face computes it.
+// positions: int64 [S]; inv_freq: float32 [rot / 2], computed by the model code (theta, linear,
+// llama3 and LongRoPE scaling all only change this table).
+Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const RopeOptions& options = {});
+
+// Causal scaled-dot-product attention. q [B, Hq, S, D]; k [B, Hkv, T, D]; v [B, Hkv, T, Dv], with
+// Hkv dividing Hq (grouped-query heads). Query i sits at position past + i and sees keys
+// 0..past + i, so k and v may be a whole KV cache (T >= past + S; later rows are never read).
+// k and v may be float16/bfloat16 (a cache) under a float32 q. scale <= 0 means 1 / sqrt(D).
+// Result: [B, Hq, S, Dv] in q's dtype.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale = 0, int64_t past = 0);
+
+// Writes new_kv [B, H, S, D] into cache [B, H, T, D] at rows position..position + S - 1, in place.
+// The cache is float16, bfloat16 or float32 (float64 for float64 new_kv).
+void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position);
+
+// x float32 [m, k] times a weight [n, k] held as GGUF blocks: a uint8 [n, row_bytes] tensor and
+// the type name (q8_0 q4_0 q4_1 q4_k q5_k q6_k), or a float16 / bfloat16 [n, k] tensor with type
+// "f16" / "bf16". Result float32 [m, n]. Not differentiable.
+Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type);
+
+}  // namespace spore

@@ -1,0 +1,24 @@
+// Internal: the LLM block and matmul_q kernels of one SIMD level, as a table that
+// llm_kernels.cc reads at call time, so that set_simd_level (and SPORE_CPU_ISA) switches them
+// in a running process as it does the elementwise loops (tests compare every level in one run).
+#pragma once
+#include "spore/op_registry.h"
+
+namespace spore::cpu {
+
+enum LlmSlot { kSlotRmsNorm, kSlotRope, kSlotAttention, kSlotKvCacheWrite, kSlotMatmulQ, kNumLlmSlots };
+
+struct LlmKernelTable {
+  KernelFn fn[kNumLlmSlots][kNumDTypes] = {};
+};
+
+// Each fills the slots it implements; compiled with its level's flags (simd/llm_<level>.cc and
+// simd/quant_<level>.cc), so it is only called on a CPU that has the level.
+void fill_llm_kernels_generic(LlmKernelTable& t);
+void fill_llm_kernels_avx2(LlmKernelTable& t);
+void fill_llm_kernels_avx512(LlmKernelTable& t);
+void fill_quant_kernels_generic(LlmKernelTable& t);
+void fill_quant_kernels_avx2(LlmKernelTable& t);
+void fill_quant_kernels_avx512(LlmKernelTable& t);
+
+}  // namespace spore::cpu

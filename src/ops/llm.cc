@@ -1,0 +1,203 @@
+// LLM blocks as registry ops: rms_norm, rope, attention, kv_cache_write (NOTE [LLM blocks] in
+// docs/design.md). Inference checks every shape and dtype here, so the kernels
+// (each backend's) can assume them; backward rules are written with ops.
+#include <cmath>
+#include <limits>
+
+#include "describe.h"
+#include "op_families.h"
+#include "spore/llm.h"
+#include "spore/ops.h"
+
+namespace spore::ops {
+
+namespace {
+
+bool is_cache_dtype(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat32; }
+
+// ---- rms_norm -------------------------------------------------------------------------------
+void infer_rms_norm(const InferArgs& a, Inference& out) {
+  const Tensor &x = a.inputs[0], &w = a.inputs[1];
+  if (!is_floating(x.dtype()) || !is_floating(w.dtype()))
+    op_error(a.def, ErrorCode::kDType, "needs floating inputs, got " + describe(x) + " and " + describe(w));
+  if (x.ndim() == 0) op_error(a.def, ErrorCode::kShape, "x must have at least one axis, got " + describe(x));
+  if (w.ndim() != 1 || w.shape()[0] != x.shape()[x.ndim() - 1])
+    op_error(a.def, ErrorCode::kShape,
+             "weight must be 1-D with x's last extent " + std::to_string(x.shape()[x.ndim() - 1]) +
+                 ", got " + describe(w));
+  if (!(a.attrs.f(0) >= 0)) op_error(a.def, ErrorCode::kValue, "eps must be >= 0");
+  const DType t = promote_types(x.dtype(), w.dtype());
+  out.outputs[0] = {x.shape(), t};
+  out.compute = t;
+}
+
+// y = x * r * w with r = rsqrt(mean(x^2) + eps):
+// dw = sum over rows of g * x * r; dx = r * (gw - xhat * mean(gw * xhat)), xhat = x * r.
+std::vector<Tensor> rms_norm_backward(const BackwardArgs& b) {
+  const Tensor &x = b.inputs[0], &w = b.inputs[1], &g = b.grad_outputs[0];
+  const Tensor r = rsqrt(add(mean(mul(x, x), {-1}, true), b.attrs.f(0)));
+  const Tensor xhat = mul(x, r);
+  Tensor dx, dw;
+  if (b.needs(0)) {
+    const Tensor gw = mul(g, w);
+    dx = mul(r, sub(gw, mul(xhat, mean(mul(gw, xhat), {-1}, true))));
+  }
+  if (b.needs(1)) dw = sum_to(mul(g, xhat), w.shape());
+  return {dx, dw};
+}
+
+// ---- rope -----------------------------------------------------------------------------------
+void infer_rope(const InferArgs& a, Inference& out) {
+  const Tensor &x = a.inputs[0], &pos = a.inputs[1], &freq = a.inputs[2];
+  if (!is_floating(x.dtype())) op_error(a.def, ErrorCode::kDType, "x must be floating, got " + describe(x));
+  if (x.ndim() < 2) op_error(a.def, ErrorCode::kShape, "x needs a sequence axis and a feature axis, got " + describe(x));
+  const int axis = normalize_axis(a.attrs.i(0), x.ndim(), a.def.name);
+  if (axis == x.ndim() - 1)
+    op_error(a.def, ErrorCode::kValue, "seq_axis cannot be the feature (last) axis");
+  if (pos.dtype() != DType::kInt64 || pos.ndim() != 1 || pos.shape()[0] != x.shape()[axis])
+    op_error(a.def, ErrorCode::kShape,
+             "positions must be int64 [" + std::to_string(x.shape()[axis]) + "] (one per sequence step), got " +
+                 describe(pos));
+  if (freq.dtype() != DType::kFloat32 || freq.ndim() != 1)
+    op_error(a.def, ErrorCode::kDType, "inv_freq must be a float32 vector, got " + describe(freq));
+  const int64_t d = x.shape()[x.ndim() - 1];
+  if (2 * freq.shape()[0] > d || freq.shape()[0] == 0)
+    op_error(a.def, ErrorCode::kShape,
+             "inv_freq has " + std::to_string(freq.shape()[0]) + " frequencies; the rotary part (2 per frequency) "
+             "must be non-empty and fit the feature axis of " + std::to_string(d));
+  infer_same_as_input(a, out);
+}
+
+// A rotation's transpose is the rotation by the opposite angle (with the same scale).
+std::vector<Tensor> rope_backward(const BackwardArgs& b) {
+  RopeOptions o{b.attrs.i(0), b.attrs.b(1), b.attrs.f(2), !b.attrs.b(3)};
+  return {rope(b.grad_outputs[0], b.inputs[1], b.inputs[2], o), Tensor(), Tensor()};
+}
+
+// ---- attention ------------------------------------------------------------------------------
+void infer_attention(const InferArgs& a, Inference& out) {
+  const Tensor &q = a.inputs[0], &k = a.inputs[1], &v = a.inputs[2];
+  if (q.dtype() != DType::kFloat32 && q.dtype() != DType::kFloat64)
+    op_error(a.def, ErrorCode::kDType, "q must be float32 or float64, got " + describe(q));
+  for (const Tensor* t : {&k, &v}) {
+    const bool ok = q.dtype() == DType::kFloat64 ? t->dtype() == DType::kFloat64 : is_cache_dtype(t->dtype());
+    if (!ok)
+      op_error(a.def, ErrorCode::kDType,
+               "k and v must be float32, float16 or bfloat16 under a float32 q (float64 under float64), got " +
+                   describe_inputs(a.inputs));
+  }
+  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4)
+    op_error(a.def, ErrorCode::kShape,
+             "q, k, v must be [batch, heads, seq, head_dim], got " + describe_inputs(a.inputs));
+  const int64_t B = q.shape()[0], Hq = q.shape()[1], S = q.shape()[2], D = q.shape()[3];
+  const int64_t Hkv = k.shape()[1], T = k.shape()[2];
+  if (k.shape()[0] != B || v.shape()[0] != B || v.shape()[1] != Hkv || v.shape()[2] != T || k.shape()[3] != D)
+    op_error(a.def, ErrorCode::kShape,
+             "k must be [B, Hkv, T, D] and v [B, Hkv, T, Dv] with q's B and D, got " + describe_inputs(a.inputs));
+  if (Hkv == 0 || Hq % Hkv != 0)
+    op_error(a.def, ErrorCode::kShape,
+             "the kv heads (" + std::to_string(Hkv) + ") must divide the query heads (" + std::to_string(Hq) + ")");
+  const int64_t past = a.attrs.i(1);
+  if (past < 0 || past > T - S)  // (past + S could overflow)
+    op_error(a.def, ErrorCode::kShape,
+             std::to_string(S) + " queries from position " + std::to_string(past) + " need past + " +
+                 std::to_string(S) + " keys, k has " + std::to_string(T) + " (past must be in [0, T - S])");
+  if (!std::isfinite(a.attrs.f(0))) op_error(a.def, ErrorCode::kValue, "scale must be finite");
+  out.outputs[0] = {Shape{B, Hq, S, v.shape()[3]}, q.dtype()};
+  out.compute = q.dtype();
+}
+
+double attention_scale(const Attrs& attrs, int64_t d) {
+  return attrs.f(0) > 0 ? attrs.f(0) : 1.0 / std::sqrt((double)d);
+}
+
+// [B, Hkv, T, D] -> [B, Hkv * G, T, D], each kv head repeated for its G query heads.
+Tensor repeat_kv(const Tensor& t, int64_t g, DType dtype) {
+  Tensor c = cast(t, dtype);
+  if (g == 1) return c;
+  const Shape& s = c.shape();
+  Tensor e = expand(reshape(c, {s[0], s[1], 1, s[2], s[3]}), {s[0], s[1], g, s[2], s[3]});
+  return reshape(e.contiguous(), {s[0], s[1] * g, s[2], s[3]});
+}
+// The inverse: sums the G query heads' gradients of each kv head.
+Tensor fold_kv(const Tensor& t, int64_t g, DType dtype) {
+  if (g == 1) return cast(t, dtype);
+  const Shape& s = t.shape();
+  return cast(sum(reshape(t, {s[0], s[1] / g, g, s[2], s[3]}), {2}), dtype);
+}
+
+// Recomputes the probabilities P with ops, then dV = P^T dO, dP = dO V^T,
+// dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
+std::vector<Tensor> attention_backward(const BackwardArgs& b) {
+  const Tensor &q = b.inputs[0], &k = b.inputs[1], &v = b.inputs[2], &go = b.grad_outputs[0];
+  const int64_t S = q.shape()[2], T = k.shape()[2], g = q.shape()[1] / k.shape()[1];
+  const int64_t past = b.attrs.i(1);
+  const double scale = attention_scale(b.attrs, q.shape()[3]);
+  const DType t = q.dtype();
+  const Tensor kx = repeat_kv(k, g, t), vx = repeat_kv(v, g, t);
+  std::vector<uint8_t> allowed((size_t)(S * T));
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t j = 0; j < T; ++j) allowed[(size_t)(i * T + j)] = j <= past + i;
+  const Tensor mask = Tensor::from_bytes(allowed.data(), Shape{S, T}, DType::kBool, q.device());
+  const Tensor scores = mul(matmul(q, transpose(kx, -2, -1)), scale);
+  const Tensor p = softmax(where(mask, scores, scalar_like(scores, -std::numeric_limits<double>::infinity())), -1);
+  Tensor dq, dk, dv;
+  if (b.needs(2)) dv = fold_kv(matmul(transpose(p, -2, -1), go), g, v.dtype());
+  if (b.needs(0) || b.needs(1)) {
+    const Tensor dp = matmul(go, transpose(vx, -2, -1));
+    const Tensor ds = mul(p, sub(dp, sum(mul(dp, p), {-1}, true)));
+    if (b.needs(0)) dq = mul(matmul(ds, kx), scale);
+    if (b.needs(1)) dk = fold_kv(mul(matmul(transpose(ds, -2, -1), q), scale), g, k.dtype());
+  }
+  return {dq, dk, dv};
+}
+
+// ---- kv_cache_write -------------------------------------------------------------------------
+void infer_kv_cache_write(const InferArgs& a, Inference& out) {
+  const Tensor &cache = a.inputs[0], &kv = a.inputs[1];
+  const bool ok = kv.dtype() == DType::kFloat64 ? cache.dtype() == DType::kFloat64
+                                                : kv.dtype() == DType::kFloat32 && is_cache_dtype(cache.dtype());
+  if (!ok)
+    op_error(a.def, ErrorCode::kDType,
+             "the cache must be float16, bfloat16 or float32 for float32 rows (float64 for float64), got " +
+                 describe_inputs(a.inputs));
+  if (cache.ndim() != 4 || kv.ndim() != 4 || cache.shape()[0] != kv.shape()[0] ||
+      cache.shape()[1] != kv.shape()[1] || cache.shape()[3] != kv.shape()[3])
+    op_error(a.def, ErrorCode::kShape,
+             "cache [B, H, T, D] and new rows [B, H, S, D] must agree on B, H and D, got " + describe_inputs(a.inputs));
+  const int64_t pos = a.attrs.i(0), S = kv.shape()[2], T = cache.shape()[2];
+  if (pos < 0 || pos > T - S)  // (pos + S could overflow)
+    op_error(a.def, ErrorCode::kShape,
+             std::to_string(S) + " rows from position " + std::to_string(pos) + " do not fit a cache of " +
+                 std::to_string(T) + " positions (make the cache longer or start a new sequence)");
+  if (!cache.is_contiguous())
+    op_error(a.def, ErrorCode::kValue, "the cache must be contiguous (it is written in place)");
+  out.num_outputs = 0;
+  out.compute = kv.dtype();
+}
+
+}  // namespace
+
+void define_llm_ops(OpTable& table) {
+  OpDef& rn = define(table, OpId::k_rms_norm, 2, {{"eps", AttrKind::kFloat}});
+  rn.infer = infer_rms_norm;
+  rn.promote_mask = 0b11;
+  rn.backward = &rms_norm_backward;
+
+  OpDef& rp = define(table, OpId::k_rope, 3,
+                     {{"seq_axis", AttrKind::kInt}, {"interleaved", AttrKind::kBool},
+                      {"scale", AttrKind::kFloat}, {"inverse", AttrKind::kBool}});
+  rp.infer = infer_rope;
+  rp.backward = &rope_backward;
+
+  OpDef& at = define(table, OpId::k_attention, 3, {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}});
+  at.infer = infer_attention;
+  at.backward = &attention_backward;
+
+  OpDef& kv = define(table, OpId::k_kv_cache_write, 2, {{"position", AttrKind::kInt}});
+  kv.infer = infer_kv_cache_write;
+  kv.differentiable = false;
+  kv.writes_mask = 0b1;  // the cache (NOTE [Declared effects])
+}
+
+}  // namespace spore::ops

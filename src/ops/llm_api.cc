@@ -1,0 +1,28 @@
+// Public API of the LLM block and quantized-product ops (include/spore/llm.h).
+#include "spore/llm.h"
+#include "spore/op_registry.h"
+
+namespace spore {
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  return dispatch1(OpId::k_rms_norm, {x, weight}, Attrs::of(eps));
+}
+
+Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const RopeOptions& o) {
+  return dispatch1(OpId::k_rope, {x, positions, inv_freq}, Attrs::of(o.seq_axis, o.interleaved, o.scale, o.inverse));
+}
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, int64_t past) {
+  return dispatch1(OpId::k_attention, {q, k, v}, Attrs::of(scale, past));
+}
+
+void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position) {
+  const Tensor in[] = {cache, new_kv};
+  dispatch(OpId::k_kv_cache_write, in, Attrs::of(position));
+}
+
+Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type) {
+  return dispatch1(OpId::k_matmul_q, {x, w}, Attrs::of(type));
+}
+
+}  // namespace spore

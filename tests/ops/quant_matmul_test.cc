@@ -1,0 +1,146 @@
+// matmul_q against dequantise-then-float64 references, at every SIMD level the CPU has, for
+// every weight type, the decode (m = 1) and prefill (m > 1) paths; hostile shapes and types.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "spore/error.h"
+#include "spore/half.h"
+#include "spore/llm.h"
+#include "spore/quant.h"
+#include "ops/llm_test_util.h"
+#include "test_util.h"
+
+namespace spore::test {
+namespace {
+
+
+// n rows of k weights in type t: quantised from random floats where Spore writes the type,
+// otherwise random bytes with sane float16 scales (q5_k, q6_k are read-only here).
+std::vector<uint8_t> make_weights(QuantType t, int64_t n, int64_t k, uint32_t seed) {
+  const size_t rb = quant_row_bytes(t, k);
+  std::vector<uint8_t> w(rb * (size_t)n);
+  std::mt19937 gen(seed);
+  if (t == QuantType::kQ5_K || t == QuantType::kQ6_K) {
+    for (auto& b : w) b = (uint8_t)gen();
+    const QuantFormat& f = quant_format(t);
+    for (size_t blk = 0; blk < w.size() / f.block_bytes; ++blk) {
+      uint8_t* b = w.data() + blk * f.block_bytes;
+      const uint16_t d = float_to_half_bits(0.01f + 0.001f * (float)(blk % 7));
+      const uint16_t dmin = float_to_half_bits(0.004f);
+      if (t == QuantType::kQ5_K) {
+        std::memcpy(b, &d, 2);
+        std::memcpy(b + 2, &dmin, 2);
+      } else {
+        std::memcpy(b + 208, &d, 2);
+      }
+    }
+    return w;
+  }
+  const auto v = random_values(n * k, DType::kFloat32, -1, 1, seed);
+  const std::vector<float> f(v.begin(), v.end());
+  for (int64_t r = 0; r < n; ++r)
+    quantize_row(t, std::span<const float>(f.data() + r * k, (size_t)k), std::span<uint8_t>(w.data() + r * rb, rb));
+  return w;
+}
+
+std::vector<double> dequantised(QuantType t, const std::vector<uint8_t>& w, int64_t n, int64_t k) {
+  const size_t rb = quant_row_bytes(t, k);
+  std::vector<float> row((size_t)k);
+  std::vector<double> out;
+  for (int64_t r = 0; r < n; ++r) {
+    dequantize_row(t, std::span<const uint8_t>(w.data() + r * rb, rb), row);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+// The activations as the kernel's q8 blocks hold them: round(x * 127 / amax) * amax / 127.
+std::vector<double> q8_rounded(const std::vector<double>& x) {
+  std::vector<double> out(x.size());
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs((float)x[b * 32 + j]));
+    const float d = amax / 127.f, id = amax > 0 ? 127.f / amax : 0.f;
+    for (int j = 0; j < 32; ++j) out[b * 32 + j] = (double)d * std::nearbyint((float)x[b * 32 + j] * id);
+  }
+  return out;
+}
+
+void check_type(QuantType t, int64_t m, int64_t n, int64_t k) {
+  SCOPED_TRACE(std::string(quant_format(t).name) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
+               std::to_string(k));
+  const std::vector<uint8_t> wb = make_weights(t, n, k, 51 + (uint32_t)m);
+  const std::vector<double> wd = dequantised(t, wb, n, k);
+  const std::vector<double> xv = random_values(m * k, DType::kFloat32, -2, 2, 52);
+  const std::vector<double> xq = q8_rounded(xv);
+  const Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)quant_row_bytes(t, k)}, DType::kUInt8, Device::cpu());
+  const Tensor y = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, quant_format(t).name);
+  ASSERT_EQ(y.shape(), (Shape{m, n}));
+  const std::vector<double> got = y.to_vector<double>();
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      // 1. Against the q8-rounded activations: only float32 accumulation separates the two.
+      // 2. Against the exact activations, within the q8 rounding: |x - xq| <= amax / 254 per block.
+      double exact = 0, rounded = 0, mag = 0, bound = 0;
+      for (int64_t b = 0; b < k / 32; ++b) {
+        double amax = 0;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xv[r * k + b * 32 + j]));
+        for (int j = 0; j < 32; ++j) {
+          const int64_t e = b * 32 + j;
+          exact += xv[r * k + e] * wd[i * k + e];
+          rounded += xq[r * k + e] * wd[i * k + e];
+          mag += std::fabs(xq[r * k + e] * wd[i * k + e]);
+          bound += std::fabs(wd[i * k + e]) * amax / 254;
+        }
+      }
+      const double g = got[r * n + i];
+      ASSERT_NEAR(g, rounded, 1e-5 * mag + 1e-6) << "row " << r << " col " << i;
+      ASSERT_NEAR(g, exact, bound * 1.001 + 1e-5 * mag + 1e-6) << "row " << r << " col " << i;
+    }
+}
+
+TEST(MatmulQ, EveryBlockTypeMatchesDequantisedFloat64) {
+  at_every_level([] {
+    for (QuantType t : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1})
+      for (int64_t m : {1, 3, 9}) check_type(t, m, 37, 96);
+    for (QuantType t : {QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K})
+      for (int64_t m : {1, 6}) check_type(t, m, 21, 512);
+  });
+}
+
+TEST(MatmulQ, HalfAndBFloat16Weights) {
+  at_every_level([] {
+    for (DType wt : {DType::kFloat16, DType::kBFloat16})
+      for (int64_t m : {1, 5}) {
+        SCOPED_TRACE(std::string(dtype_name(wt)) + " m " + std::to_string(m));
+        const int64_t n = 13, k = 203;  // k not a multiple of 8 or 64: the tails
+        const auto wv = random_values(n * k, wt, -1, 1, 61), xv = random_values(m * k, DType::kFloat32, -2, 2, 62);
+        const Tensor y = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), make_tensor(wv, Shape{n, k}, wt),
+                                  wt == DType::kFloat16 ? "f16" : "bf16");
+        std::vector<double> want((size_t)(m * n));
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t e = 0; e < k; ++e) want[r * n + i] += xv[r * k + e] * wv[i * k + e];
+        expect_close(y, want, Tol{2e-5, 2e-5});
+      }
+  });
+}
+
+TEST(MatmulQ, HostileInputsAreTypedErrors) {
+  const Tensor x = zeros({2, 64});
+  const Tensor w = zeros({3, 68}, DType::kUInt8);  // 2 q8_0 blocks per row
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q8_0"); }), ErrorCode::kInternal) << "a valid call";
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q3_k"); }), ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 67}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // bytes per row
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 60}), zeros({3, 60}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // k % 32
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q4_k"); }), ErrorCode::kShape);  // k = 64 < one super-block
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 68}), "q8_0"); }), ErrorCode::kDType);  // float32 bytes
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 64}, DType::kFloat64), w, "q8_0"); }), ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 64}, DType::kUInt8), "f16"); }), ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 63}, DType::kFloat16), "f16"); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({64}), w, "q8_0"); }), ErrorCode::kDType);  // x must be 2-D
+}
+
+}  // namespace
+}  // namespace spore::test
