@@ -382,6 +382,7 @@ FactoryTable build() {
     if (!is_floating(t)) return std::nullopt;
     return with_inputs(t, {{Shape{2, 4}, K::kGeneral}, {Shape{4}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) { return rms_norm(x[0], x[1], 1e-5); });
+  };
   f[OpId::k_rope] = [](DType t) -> std::optional<OpCase> {
     if (!is_floating(t)) return std::nullopt;
     // [B, H, S, D] = [1, 2, 3, 6] with 2 frequencies: features 4 and 5 pass through.
@@ -393,16 +394,21 @@ FactoryTable build() {
       c.ref_inputs.push_back(extra);
     }
     return c;
+  };
   f[OpId::k_attention] = [](DType t) -> std::optional<OpCase> {
     if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
     // 4 query heads over 2 kv heads; queries at positions 2 and 3 of a 5-row cache.
     return with_inputs(t, {{Shape{1, 4, 2, 3}, K::kGeneral}, {Shape{1, 2, 5, 3}, K::kGeneral}, {Shape{1, 2, 5, 2}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) { return attention(x[0], x[1], x[2], 0.5, 2); });
+  };
   f[OpId::k_kv_cache_write] = [](DType t) -> std::optional<OpCase> {
     if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
     return with_inputs(t, {{Shape{1, 2, 4, 3}, K::kGeneral}, {Shape{1, 2, 2, 3}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) {
                          kv_cache_write(x[0], x[1], 1);
                          return x[0];
+                       });
+  };
   // q8_0 weights and activations on a grid of 1/64 with a +-127/64 in every block, so both
   // quantise exactly and the float64 reference (dequantise, matmul) is the op's exact answer.
   f[OpId::k_matmul_q] = [](DType t) -> std::optional<OpCase> {
@@ -434,6 +440,7 @@ FactoryTable build() {
       return matmul(x[0], transpose(cast(Tensor::from_vector(deq, Shape{3, 32}), DType::kFloat64), 0, 1));
     };
     return c;
+  };
   return f;
 }
 
