@@ -59,10 +59,9 @@ class Tracer final : public DispatchObserver, public HostReadGuard {
                 name_ + ": the traced function reads a tensor's value on the host (" + what +
                     ", e.g. item(), to_vector(), printing) after " + last +
                     "; a compiled graph cannot depend on a value it has not computed, and tracing would "
-                    "bake this one value in. Either keep the computation in tensor ops (for a "
-                    "data-dependent branch or loop: spore::cond / spore::while_loop in "
-                    "include/spore/control_flow.h), or run this function eagerly (without jit, "
-                    "ExecMode::kEager) and read the value afterwards");
+                    "bake this one value in. Either keep the computation in tensor ops (a data-dependent "
+                    "branch: spore::cond in include/spore/control_flow.h), or run this function "
+                    "eagerly (without jit, ExecMode::kEager) and read the value afterwards");
   }
 
   std::string name_;
