@@ -78,11 +78,17 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<bool>& plannable) {
         }
       }
       if (chosen < 0) {
-        // Best fit among the free buffers, else a new one (grown to fit when it is the only choice).
-        int best = -1;
+        // Best fit among the free buffers; else the largest free one, grown to fit (a new
+        // buffer beside idle smaller ones would make the sum exceed the live peak); else a new one.
+        int best = -1, largest = -1;
         for (int k = 0; k < (int)free_buffers.size(); ++k) {
           int64_t b = plan.buffer_bytes[free_buffers[k]];
           if (b >= need && (best < 0 || b < plan.buffer_bytes[free_buffers[best]])) best = k;
+          if (largest < 0 || b > plan.buffer_bytes[free_buffers[largest]]) largest = k;
+        }
+        if (best < 0 && largest >= 0) {
+          best = largest;
+          plan.buffer_bytes[free_buffers[best]] = need;
         }
         if (best >= 0) {
           chosen = free_buffers[best];
