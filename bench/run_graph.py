@@ -56,7 +56,7 @@ def main():
             samples.setdefault("libtorch", []).append(parse_peer(out))
         if have_ms:
             for mode in ("pynative", "graph"):
-                out = subprocess.run([ms_py, ms_script, mode, "3"], env=peer_env(a.threads), capture_output=True,
+                out = subprocess.run([ms_py, ms_script, mode, "1"], env=peer_env(a.threads), capture_output=True,
                                      text=True, check=True).stdout
                 samples.setdefault("mindspore_" + mode, []).append(parse_peer(out))
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)

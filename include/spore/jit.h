@@ -60,6 +60,8 @@ class Executable;
 struct PassStats;
 }
 
+// Copies share one cache. One thread at a time may call it; the Cells, Parameters, optimizers
+// and closures the traced function used must outlive it (captured tensors are bound by reference).
 class JitFunction {
  public:
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, const StaticArgs& statics = {});
