@@ -2,7 +2,7 @@
 """Runs the graph-mode benchmarks (bench/graph_bench.cc) and the libtorch regression peer in
 interleaved rounds; prints medians and ratios.
 
-usage: bench/run_graph.py [--build build/release] [--rounds 5] [--threads 2]
+usage: bench/run_graph.py [--build build/release] [--rounds 5] [--threads 2] [--skip-mindspore]
 
 Rows: the chapter's regression loop (200 Adam steps) compiled vs eager Spore vs libtorch C++
 (bench/peers/libtorch_linreg.cpp, built as run_train.py builds it); the MLP step compiled vs
@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--skip-mindspore", action="store_true", help="leave out the (slow) MindSpore peer")
     a = ap.parse_args()
     binary = os.path.join(a.build, "bench", "graph_bench")
     if not os.path.exists(binary):
@@ -43,7 +44,7 @@ def main():
     libtorch = build_libtorch(a.build)
     ms_py = os.path.join(ROOT, "..", "main", ".venv-peers", "bin", "python")
     ms_script = os.path.join(ROOT, "bench", "peers", "mindspore_linreg.py")
-    have_ms = os.path.exists(ms_py) and subprocess.run(
+    have_ms = not a.skip_mindspore and os.path.exists(ms_py) and subprocess.run(
         [ms_py, "-c", "import mindspore"], capture_output=True).returncode == 0
 
     samples = {}
