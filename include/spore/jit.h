@@ -55,11 +55,6 @@ struct JitStats {
   int in_place = 0;                               // outputs written over an input's buffer
 };
 
-namespace graph {
-class Executable;
-struct PassStats;
-}
-
 // Copies share one cache. One thread at a time may call it; the Cells, Parameters, optimizers
 // and closures the traced function used must outlive it (captured tensors are bound by reference).
 class JitFunction {

@@ -65,7 +65,6 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
     }
     device = p.inference.device;
   }
-  (void)device;
   // Graph outputs are returned to the caller: fresh tensors each run, never a planned buffer;
   // nor is anything a graph output views.
   {
