@@ -234,6 +234,37 @@ TEST(Jit, CellInGraphModeCompilesOnFirstCall) {
   EXPECT_EQ(bytes(f.call1({x})), bytes(eager));
 }
 
+// The usual graph-mode training loop: set_exec_mode(kGraph), then value_and_grad over a loss
+// that calls the network. The forward runs compiled under the tape; gradients and the training
+// flag's static argument behave as in eager mode.
+TEST(Jit, GraphModeCellTrainsLikeEager) {
+  auto run = [](ExecMode mode) {
+    nn::Dense layer(4, 3, true, "relu", /*seed=*/5);
+    optim::SGD opt(layer.trainable_params(), 0.1);
+    Tensor x = random_normal({8, 4}, 9), y = random_normal({8, 3}, 10);
+    auto loss = [&](const std::vector<Tensor>& in) { return nn::mse_loss(layer(in[0]), in[1]); };
+    auto grad_fn = value_and_grad(loss, GradPosition::none(), layer.trainable_params());
+    ContextGuard restore;
+    set_exec_mode(mode);
+    std::vector<std::vector<uint8_t>> out;
+    for (int s = 0; s < 5; ++s) {
+      ValueAndGrad vg = grad_fn({x, y});
+      opt(vg.weight_grads);
+      out.push_back(bytes(vg.value));
+    }
+    layer.set_train(false);
+    out.push_back(bytes(layer(x)));  // a new static argument: traced again
+    if (mode == ExecMode::kGraph) {
+      const JitFunction* f = static_cast<const JitFunction*>(layer.graph_cache().get());
+      EXPECT_TRUE(f != nullptr && f->stats().hits == 4 && f->stats().misses == 2);
+    } else {
+      EXPECT_EQ(layer.graph_cache(), nullptr);
+    }
+    return out;
+  };
+  EXPECT_EQ(run(ExecMode::kGraph), run(ExecMode::kEager));
+}
+
 TEST(Jit, ValueAndGradOfAJittedFunctionSeesTheExecutorsOps) {
   Tensor w = random_normal({3, 2}, 4);
   JitFunction f = jit(TensorFn([&](const std::vector<Tensor>& in) { return sum(relu(matmul(in[0], w))); }));
