@@ -58,7 +58,15 @@ class PlannedOp {
   TensorList run(std::initializer_list<Tensor> inputs) const {
     return run(std::span<const Tensor>(inputs.begin(), inputs.size()));
   }
+  // A graph executor's run (NOTE [Graph executor]): the caller guarantees the inputs have the
+  // planned signature (it checked its graph's inputs once); each defined entry of `outputs` is a
+  // contiguous tensor of the planned shape and kernel dtype that the kernel writes instead of a
+  // fresh allocation (ignored for views and under a precision fallback); an empty `outputs`
+  // allocates them all, as run does. Observers see the run.
+  TensorList run_into(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const;
   const DispatchPlan& plan() const { return plan_; }
+  // Replaces attributes the plan does not depend on (an optimizer's step count and learning rate).
+  void set_attrs(const Attrs& attrs) { attrs_ = attrs; }
   const Attrs& attrs() const { return attrs_; }
 
  private:

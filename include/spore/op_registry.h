@@ -225,6 +225,10 @@ inline constexpr int kMaxDispatchObservers = 16;
 void push_dispatch_observer(DispatchObserver* observer);
 void pop_dispatch_observer(DispatchObserver* observer) noexcept;
 int num_dispatch_observers();  // on this thread
+// How many eager dispatches are in progress on this thread: an observer that wants only the
+// calls its caller made (a graph tracer), not the casts and ops a kernel dispatches inside
+// another op, keeps those at the depth it started at plus one.
+int dispatch_depth();
 
 // Pushes an observer for the guard's scope.
 class DispatchObserverGuard {

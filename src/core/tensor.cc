@@ -6,6 +6,7 @@
 #include "allocator.h"
 #include "spore/backend.h"
 #include "spore/context.h"
+#include "spore/host_read_guard.h"
 #include "tensor_ops_hooks.h"
 
 namespace spore {
@@ -120,7 +121,15 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(i.storage->data()) + i.offset * (int64_t)dtype_size(i.dtype);
 }
 
+// NOTE [Core hooks]: the host-read guard graph tracing installs (include/spore/host_read_guard.h).
+namespace {
+thread_local HostReadGuard* t_host_read_guard = nullptr;
+}
+HostReadGuard* host_read_guard() { return t_host_read_guard; }
+HostReadGuard* set_host_read_guard(HostReadGuard* guard) { return std::exchange(t_host_read_guard, guard); }
+
 void Tensor::to_host(void* dst, DType dst_dtype) const {
+  if (t_host_read_guard) t_host_read_guard->on_host_read("a copy of its values to the host");
   Tensor t = *this;
   if (t.device() != Device::cpu()) t = t.to(Device::cpu());
   if (t.dtype() != dst_dtype) t = hooks_for("to_host", g_hooks.cast).cast(t, dst_dtype);

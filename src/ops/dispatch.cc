@@ -138,6 +138,8 @@ void pop_dispatch_observer(DispatchObserver* observer) noexcept {
 
 int num_dispatch_observers() { return t_num_observers; }
 
+int dispatch_depth() { return t_depth; }
+
 int pause_gradient_recording() { return std::exchange(t_grad_floor, t_num_observers); }
 void resume_gradient_recording(int token) noexcept { t_grad_floor = token; }
 
@@ -218,7 +220,10 @@ void check_writable(const OpDef& def, std::span<const Tensor> inputs) {
 
 // The run step, shared by eager dispatch and PlannedOp: `inputs` have the signature `plan` was
 // made for.
-SPORE_DISPATCH_INLINE TensorList run_plan(const DispatchPlan& plan, std::span<const Tensor> inputs, const Attrs& attrs) {
+// `preset` (PlannedOp::run_into): outputs a graph executor's memory plan allocated, written in
+// place of fresh ones where defined (never under a precision fallback, whose kernel writes another dtype).
+SPORE_DISPATCH_INLINE TensorList run_plan(const DispatchPlan& plan, std::span<const Tensor> inputs, const Attrs& attrs,
+                                          const Tensor* preset = nullptr) {
   const OpDef& def = *plan.def;
   const Inference& inf = plan.inference;
   TensorList outs;
@@ -240,8 +245,10 @@ SPORE_DISPATCH_INLINE TensorList run_plan(const DispatchPlan& plan, std::span<co
       if (plan.casts_input(i) && inputs[i].dtype() != plan.compute) cast_inputs[i] = inputs[i].to(plan.compute);
     kin = cast_inputs;
   }
-  for (int o = 0; o < inf.num_outputs; ++o)
-    outs[o] = Tensor::empty(inf.outputs[o].shape, plan.kernel_output_dtype(o), inf.device);
+  for (int o = 0; o < inf.num_outputs; ++o) {
+    if (preset && preset[o].defined() && !plan.fallback) outs[o] = preset[o];
+    else outs[o] = Tensor::empty(inf.outputs[o].shape, plan.kernel_output_dtype(o), inf.device);
+  }
   plan.kernel(KernelCall{def, kin, outs.span(), attrs});
   if (plan.fallback) {
     for (int o = 0; o < inf.num_outputs; ++o)
@@ -292,6 +299,14 @@ TensorList PlannedOp::run(std::span<const Tensor> inputs) const {
                    "; plan the call again for new shapes, dtypes or devices");
   }
   return run_plan(plan_, inputs, attrs_);
+}
+
+TensorList PlannedOp::run_into(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const {
+  if (inputs.size() != signature_.size() || (!outputs.empty() && (int)outputs.size() != plan_.num_outputs()))
+    op_error(*plan_.def, ErrorCode::kValue, "run_into: planned for " + std::to_string(signature_.size()) + " inputs and " +
+                                                std::to_string(plan_.num_outputs()) + " outputs, run with " +
+                                                std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+  return run_plan(plan_, inputs, attrs_, outputs.empty() ? nullptr : outputs.data());
 }
 
 }  // namespace spore

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "spore/autograd.h"
+#include "spore/jit.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
 #include "spore/optim.h"
@@ -52,6 +53,8 @@ void Optimizer::step(const std::vector<Tensor>& grads) {
     update(i, p, g.contiguous(), lr);
   }
   ++steps_;
+  // NOTE [Host state in traces]: a compiled training step advances the count at each run.
+  graph::on_each_run([this] { ++steps_; });
 }
 
 SGD::SGD(std::vector<Parameter> params, LRSchedulePtr lr, double momentum, double weight_decay,
@@ -70,6 +73,9 @@ void SGD::update(size_t i, const Parameter& p, const Tensor& g, double lr) {
   bool first = !buffers_[i].defined();
   if (first) buffers_[i] = zeros_state(p);
   Tensor ins[3] = {p.value(), g, buffers_[i]};
+  graph::bind_next_op_attrs([this] {
+    return Attrs{current_lr(), momentum_, dampening_, weight_decay_, nesterov_, false};
+  });
   dispatch(OpId::k_sgd_update, ins,
            Attrs{lr, momentum_, dampening_, weight_decay_, nesterov_, first});
 }
@@ -90,6 +96,9 @@ void Adam::update(size_t i, const Parameter& p, const Tensor& g, double lr) {
     v_[i] = zeros_state(p);
   }
   Tensor ins[4] = {p.value(), g, m_[i], v_[i]};
+  graph::bind_next_op_attrs([this] {
+    return Attrs{current_lr(), beta1_, beta2_, eps_, weight_decay_, int64_t{steps_taken() + 1}, decoupled_};
+  });
   dispatch(OpId::k_adam_update, ins,
            Attrs{lr, beta1_, beta2_, eps_, weight_decay_, int64_t{steps_taken() + 1}, decoupled_});
 }

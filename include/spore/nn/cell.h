@@ -41,6 +41,9 @@ class Cell {
   Cell& to_float(DType dtype);  // NOTE [Mixed precision with to_float]
   std::optional<DType> compute_dtype() const { return compute_dtype_; }
   virtual std::string name() const = 0;  // "Dense", "Conv2d", ...
+  // ExecMode::kGraph: operator() runs the forward compiled on first call (include/spore/jit.h);
+  // the compiled graphs are kept here, with the cell.
+  std::shared_ptr<void>& graph_cache() { return graph_cache_; }
 
  protected:
   Parameter& register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
@@ -58,6 +61,7 @@ class Cell {
   std::vector<std::pair<std::string, std::shared_ptr<Cell>>> children_;
   bool training_ = true;
   std::optional<DType> compute_dtype_;
+  std::shared_ptr<void> graph_cache_;
 };
 
 using CellPtr = std::shared_ptr<Cell>;
