@@ -1,0 +1,45 @@
+// Export: a function or a Cell traced by the graph compiler and written as a Spore IR file
+// (NOTE [Export] in docs/design.md; the file format is NOTE [Model IR] in spore/ir.h).
+//
+//   spore::export_model(net, {x}, "net.spore");                               // newest IR version
+//   spore::export_model(net, {x}, "net.spore", {.ir_version = 1});            // for an older Lite
+//   spore::export_model(net, {x}, "net.spore", {.dynamic_axes = {{0, {{0, "batch"}}}}});
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spore/ir.h"
+#include "spore/jit.h"
+
+namespace spore {
+
+namespace nn {
+class Cell;
+}
+
+struct ExportOptions {
+  uint32_t ir_version = ir::kNewestVersion;
+  // Names of the inputs and outputs in order; default "x" / "y" for one, else "input0", "output0".
+  std::vector<std::string> input_names, output_names;
+  // Symbolic dimensions: input index -> (dimension -> symbol), e.g. {{0, {{0, "batch"}}}}. They
+  // need IR version 2; the function is traced twice with different extents to find every value
+  // the symbols reach, and an op whose attributes bake an extent in is refused by name.
+  std::map<int, std::map<int, std::string>> dynamic_axes;
+  bool optimize = true;  // run the graph passes before writing (constant folding, fusion, ...)
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+// The IR model of fn traced on example_inputs; `names` maps captured tensors (by TensorImpl) to
+// the names the file gives them, such as a Cell's parameter names.
+ir::Model trace_to_ir(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const ExportOptions& options = {},
+                      const std::map<const void*, std::string>& names = {});
+void export_model(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
+                  const ExportOptions& options = {});
+// A Cell's forward; its parameters keep their names ("fc.weight").
+void export_model(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
+                  const ExportOptions& options = {});
+
+}  // namespace spore
