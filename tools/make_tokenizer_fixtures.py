@@ -74,10 +74,46 @@ def corpus():
     return out
 
 
+FLAG_TEXTS = [
+    "a [MASK] b", "a   [MASK]   b", "[MASK]x", "x<rs>   y", "<rs>\n\nz", "word words sword word_ word",
+    "(word) word, 1word", "NormTok normtok ＮｏｒｍＴｏｋ", "<|special|><|special|>  <|special|>x",
+    "wordword", " word ", "a\u3000[MASK]\u3000b", "ｆｕｌｌｗｉｄｔｈ ﬁ ①",
+]
+
+
+def make_tiny(texts):
+    """A small byte-level BPE trained here, with added tokens of every flag: the encoder's fuzz
+    target and the added-token tests use it."""
+    from tokenizers import AddedToken, models, normalizers, pre_tokenizers, decoders, trainers
+    from tokenizers import Regex, processors
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\p{N}{1,3}| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    tok.add_special_tokens([AddedToken("<|special|>", special=True, normalized=False),
+                            AddedToken("[MASK]", lstrip=True, special=True, normalized=False)])
+    tok.add_tokens([AddedToken("<rs>", rstrip=True, normalized=False),
+                    AddedToken("word", single_word=True, normalized=False),
+                    AddedToken("NormTok", normalized=True)])
+    bos = tok.token_to_id("<|special|>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<|special|> $A [MASK]", special_tokens=[("<|special|>", bos), ("[MASK]", tok.token_to_id("[MASK]"))])
+    os.makedirs(os.path.join(FIX, "tiny"), exist_ok=True)
+    tok.save(os.path.join(FIX, "tiny", "tokenizer.json"))
+
+
 def main():
     texts = corpus()
-    for name in ["qwen3", "mistral"]:
+    make_tiny(texts)
+    for name in ["qwen3", "mistral", "tiny"]:
         tok = Tokenizer.from_file(os.path.join(FIX, name, "tokenizer.json"))
+        if name == "tiny":
+            texts = texts + FLAG_TEXTS
         cases = []
         for t in texts:
             for add in (False, True):

@@ -58,6 +58,9 @@ void check_all_cases(const std::string& name) {
 
 TEST(TokenizerFixture, Qwen3AllCasesMatchHuggingFace) { check_all_cases("qwen3"); }
 TEST(TokenizerFixture, MistralAllCasesMatchHuggingFace) { check_all_cases("mistral"); }
+// A small trained byte-level BPE with NFKC + Lowercase and added tokens of every flag (lstrip,
+// rstrip, single_word, normalized, special) and a TemplateProcessing post-processor.
+TEST(TokenizerFixture, AddedTokenFlagsMatchHuggingFace) { check_all_cases("tiny"); }
 
 TEST(TokenizerFixture, Llama2GgufMatchesLlamaCppReference) {
   const std::string base = kDir + "llama2-gguf/ggml-vocab-llama-spm.gguf";

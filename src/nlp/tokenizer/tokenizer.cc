@@ -17,7 +17,10 @@ void Tokenizer::Impl::finish() {
   tokens.resize(size);
   special.assign(size, 0);
   for (const AddedToken& t : added) {
+    // Hugging Face keeps a normalized added token under its normalized text (what the model
+    // sees), and that is what decoding it gives back.
     tokens[t.id] = t.content;
+    if (t.normalized) normalize(normalizers, tokens[t.id]);
     if (t.special) special[t.id] = 1;
   }
   for (int32_t id = 0; id < size; ++id)
