@@ -20,5 +20,6 @@ void add_env_command(CLI::App& app, Handlers& h, const std::vector<std::string>&
 void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+void add_tokenize_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 
 }  // namespace spore::cli

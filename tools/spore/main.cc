@@ -3,6 +3,7 @@
 //   spore probe list | run | ops       the evidence harness (issue 4)
 //   spore samples list | run-all       the chapter's sample suite, each sample in its own process
 //   spore report show [--values] | diff | validate
+//   spore tokenize | detokenize        tokenizers (tokenizer.json, model directory, GGUF)
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   spore::cli::add_probe_commands(app, handlers, command);
   spore::cli::add_sample_commands(app, handlers, command);
   spore::cli::add_report_commands(app, handlers, command);
+  spore::cli::add_tokenize_commands(app, handlers, command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
