@@ -186,7 +186,124 @@ std::string byte_token(int b) {
   return std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
 }
 
-void read_model(const Fields& f, const Json& m, Tokenizer::Impl& t, bool byte_level) {
+// model.vocab and model.merges hold nearly all of a tokenizer.json (151 k entries each for
+// Qwen3). Building nlohmann's DOM for them costs a node per entry and most of the load time, so a
+// SAX pass streams exactly those two members into flat vectors and builds the DOM for everything
+// else (where they appear as an empty object and an empty array).
+struct MergeEntry {
+  std::string a, b;  // b empty and joined true: the "a b" string form, in a
+  bool joined = false;
+};
+struct StreamedModel {
+  bool vocab_seen = false, merges_seen = false;
+  std::vector<std::pair<std::string, Json>> vocab;  // values checked later, with field names
+  std::vector<MergeEntry> merges;
+  std::string error;
+};
+
+class TokenizerSax {
+ public:
+  TokenizerSax(Json& root, StreamedModel& m) : dom_(root, true), m_(m) {}
+
+  bool null() { return mode_ ? value(Json()) : dom_.null(); }
+  bool boolean(bool v) { return mode_ ? value(Json(v)) : dom_.boolean(v); }
+  bool number_integer(Json::number_integer_t v) { return mode_ ? value(Json(v)) : dom_.number_integer(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return mode_ ? value(Json(v)) : dom_.number_unsigned(v); }
+  bool number_float(Json::number_float_t v, const std::string& s) { return mode_ ? value(Json(v)) : dom_.number_float(v, s); }
+  bool binary(Json::binary_t& v) { return mode_ ? fail("holds binary data") : dom_.binary(v); }
+  bool string(std::string& v) {
+    if (mode_ == kVocab) return value(Json(std::move(v)));
+    if (mode_ == kMerges) {
+      if (in_pair_) {
+        if (pair_n_ >= 2) return fail("has more than two tokens");
+        (pair_n_++ == 0 ? pair_.a : pair_.b) = std::move(v);
+      } else {
+        m_.merges.push_back(MergeEntry{std::move(v), {}, true});
+      }
+      return true;
+    }
+    return dom_.string(v);
+  }
+  bool start_object(std::size_t n) {
+    if (mode_) return fail("must not hold an object");
+    ++depth_;
+    if (depth_ == 3 && key1_ == "model" && key2_ == "vocab") {
+      mode_ = kVocab;
+      m_.vocab_seen = true;
+    }
+    return dom_.start_object(n);
+  }
+  bool key(std::string& k) {
+    if (mode_ == kVocab) {
+      pending_ = std::move(k);
+      return true;
+    }
+    if (depth_ == 1) key1_ = k;
+    if (depth_ == 2) key2_ = k;
+    return dom_.key(k);
+  }
+  bool end_object() {
+    if (mode_ == kVocab) mode_ = kNone;
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    if (mode_ == kVocab) return fail("must be an integer, not an array");
+    if (mode_ == kMerges) {
+      if (in_pair_) return fail("nests arrays");
+      in_pair_ = true;
+      pair_n_ = 0;
+      pair_ = MergeEntry{};
+      return true;
+    }
+    ++depth_;
+    if (depth_ == 3 && key1_ == "model" && key2_ == "merges") {
+      mode_ = kMerges;
+      m_.merges_seen = true;
+    }
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    if (mode_ == kMerges && in_pair_) {
+      if (pair_n_ != 2) return fail("must hold two tokens");
+      in_pair_ = false;
+      m_.merges.push_back(std::move(pair_));
+      return true;
+    }
+    if (mode_ == kMerges) mode_ = kNone;
+    --depth_;
+    return dom_.end_array();
+  }
+  template <class E>
+  bool parse_error(std::size_t pos, const std::string& token, const E& e) {
+    return dom_.parse_error(pos, token, e);
+  }
+
+ private:
+  bool value(Json v) {
+    if (mode_ == kVocab) {
+      m_.vocab.emplace_back(std::move(pending_), std::move(v));
+      return true;
+    }
+    return fail("must be \"a b\" or [\"a\", \"b\"]");
+  }
+  bool fail(const std::string& what) {
+    m_.error = mode_ == kVocab ? "field 'model.vocab." + pending_ + "' " + what
+                               : "field 'model.merges[" + std::to_string(m_.merges.size()) + "]' " + what;
+    return false;
+  }
+  enum Mode { kNone, kVocab, kMerges };
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  StreamedModel& m_;
+  Mode mode_ = kNone;
+  int depth_ = 0;
+  std::string key1_, key2_, pending_;
+  bool in_pair_ = false;
+  int pair_n_ = 0;
+  MergeEntry pair_;
+};
+
+void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokenizer::Impl& t, bool byte_level) {
   BpeModel& model = t.model;
   std::string type;
   if (member(m, "type"))
@@ -197,13 +314,13 @@ void read_model(const Fields& f, const Json& m, Tokenizer::Impl& t, bool byte_le
   if (const Json* d = member(m, "dropout"))
     if (!d->is_number() || d->get<double>() != 0.0)
       unsupported(f.source, "model.dropout", d->dump(), "null (no dropout when encoding)");
-  const Json& vocab = f.object(m, "vocab", "model");
-  model.vocab.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const int32_t id = (int32_t)f.integer_at(it.value(), "model.vocab." + it.key(), 0, kMaxId);
-    model.vocab.emplace(it.key(), id);
+  f.object(m, "vocab", "model");  // present and an object (its entries were streamed)
+  model.vocab.reserve(sm.vocab.size());
+  for (const auto& [token, value] : sm.vocab) {
+    const int32_t id = (int32_t)f.integer_at(value, "model.vocab." + token, 0, kMaxId);
+    model.vocab.emplace(token, id);
     if ((size_t)id >= t.tokens.size()) t.tokens.resize(id + 1);
-    t.tokens[id] = it.key();
+    t.tokens[id] = token;
   }
   model.byte_level = byte_level;
   model.byte_fallback = f.boolean_or(m, "byte_fallback", "model", false);
@@ -230,30 +347,24 @@ void read_model(const Fields& f, const Json& m, Tokenizer::Impl& t, bool byte_le
     auto it = model.vocab.find(key);
     model.byte_ids[b] = it == model.vocab.end() ? -1 : it->second;
   }
-  const Json& merges = f.array(m, "merges", "model");
-  model.merges.reserve(merges.size());
+  f.array(m, "merges", "model");  // present and an array (its entries were streamed)
+  model.merges.reserve(sm.merges.size());
   std::string joined;
-  for (size_t k = 0; k < merges.size(); ++k) {
-    const std::string field = "model.merges[" + std::to_string(k) + "]";
-    std::string_view a, b;
-    std::string text;
-    if (merges[k].is_string()) {
-      text = merges[k].get<std::string>();
-      const size_t sp = text.find(' ', 1);
-      if (sp == std::string::npos || text.find(' ', sp + 1) != std::string::npos)
-        bad_field(f.source, field, "is '" + text + "', not two tokens separated by one space");
-      a = std::string_view(text).substr(0, sp);
-      b = std::string_view(text).substr(sp + 1);
-    } else if (merges[k].is_array() && merges[k].size() == 2 && merges[k][0].is_string() &&
-               merges[k][1].is_string()) {
-      a = merges[k][0].get_ref<const std::string&>();
-      b = merges[k][1].get_ref<const std::string&>();
-    } else {
-      bad_field(f.source, field, "must be \"a b\" or [\"a\", \"b\"]");
+  for (size_t k = 0; k < sm.merges.size(); ++k) {
+    const MergeEntry& e = sm.merges[k];
+    std::string_view a = e.a, b = e.b;
+    if (e.joined) {
+      const size_t sp = e.a.find(' ', 1);
+      if (sp == std::string::npos || e.a.find(' ', sp + 1) != std::string::npos)
+        bad_field(f.source, "model.merges[" + std::to_string(k) + "]",
+                  "is '" + e.a + "', not two tokens separated by one space");
+      a = std::string_view(e.a).substr(0, sp);
+      b = std::string_view(e.a).substr(sp + 1);
     }
+    auto field = [k] { return "model.merges[" + std::to_string(k) + "]"; };
     auto ia = model.vocab.find(a), ib = model.vocab.find(b);
     if (ia == model.vocab.end() || ib == model.vocab.end())
-      bad_field(f.source, field, "merges '" + std::string(a) + "' + '" + std::string(b) +
+      bad_field(f.source, field(), "merges '" + std::string(a) + "' + '" + std::string(b) +
                                      "', but '" + std::string(ia == model.vocab.end() ? a : b) +
                                      "' is not in model.vocab");
     // The merged token drops the continuing prefix of its right part (WordPiece-style affixes).
@@ -264,7 +375,7 @@ void read_model(const Fields& f, const Json& m, Tokenizer::Impl& t, bool byte_le
     joined += right;
     auto im = model.vocab.find(joined);
     if (im == model.vocab.end())
-      bad_field(f.source, field, "merges into '" + joined + "', which is not in model.vocab");
+      bad_field(f.source, field(), "merges into '" + joined + "', which is not in model.vocab");
     model.merges.insert(ia->second, ib->second, (int32_t)k, im->second);
   }
 }
@@ -300,8 +411,11 @@ bool has_byte_level(const std::vector<PreStep>& steps) {
 Tokenizer Tokenizer::from_json(std::string_view json_text, std::string_view source) {
   Fields f{std::string(source)};
   Json root;
+  StreamedModel streamed;
   try {
-    root = Json::parse(json_text.begin(), json_text.end());
+    TokenizerSax sax(root, streamed);
+    if (!Json::sax_parse(json_text.begin(), json_text.end(), &sax))
+      throw Error(ErrorCode::kFormat, f.source + ": " + streamed.error);
   } catch (const Json::exception& e) {
     throw Error(ErrorCode::kFormat, f.source + ": not valid JSON: " + e.what());
   }
@@ -311,7 +425,7 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, std::string_view sour
   try {
     if (const Json* n = member(root, "normalizer")) read_normalizer(f, *n, "normalizer", t->normalizers);
     if (const Json* p = member(root, "pre_tokenizer")) read_pre_tokenizer(f, *p, "pre_tokenizer", t->pre_tokenizers, t->model.byte_level);
-    read_model(f, f.object(root, "model", "tokenizer"), *t, has_byte_level(t->pre_tokenizers));
+    read_model(f, f.object(root, "model", "tokenizer"), streamed, *t, has_byte_level(t->pre_tokenizers));
     read_added_tokens(f, root, *t);
     if (const Json* d = member(root, "decoder")) {
       t->has_decoder = true;
