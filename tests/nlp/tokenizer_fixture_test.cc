@@ -89,9 +89,10 @@ TEST(TokenizerFixture, Llama2GgufMatchesLlamaCppReference) {
     while (nums >> v) ids.push_back(v);
     refs.push_back(ids);
   }
-  // The .inp ends with a separator-free last text; .out has one line per text.
-  ASSERT_GE(refs.size() + 1, texts.size());
-  ASSERT_GT(texts.size(), 30u);
+  // The .inp ends with a separator (so its last part is empty); .out has one line per text.
+  ASSERT_EQ(texts.size(), refs.size() + 1);
+  ASSERT_TRUE(texts.back().empty());
+  ASSERT_EQ(refs.size(), 46u);
   for (size_t k = 0; k < refs.size() && k < texts.size(); ++k)
     EXPECT_EQ(tok.encode(texts[k]), refs[k]) << "text " << k << ": '" << texts[k] << "'";
   EXPECT_EQ(tok.token_to_id("\xE2\x96\x81Hello"), 15043);
