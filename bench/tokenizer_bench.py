@@ -68,11 +68,18 @@ def tiktoken_qwen():
 
 
 def time_peer(encode, lines):
-    t0 = time.perf_counter()
-    n = 0
+    """Wall and CPU seconds (this process) to encode every line."""
+    t0, c0 = time.perf_counter(), time.process_time()
     for line in lines:
-        n += len(encode(line))
-    return time.perf_counter() - t0, n
+        encode(line)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def time_load(path):
+    from tokenizers import Tokenizer
+    t0, c0 = time.perf_counter(), time.process_time()
+    tok = Tokenizer.from_file(path)
+    return tok, time.perf_counter() - t0, time.process_time() - c0
 
 
 def main():
@@ -81,7 +88,6 @@ def main():
     ap.add_argument("--mb", type=float, default=8)
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "release", "bench", "tokenizer_bench"))
     args = ap.parse_args()
-    from tokenizers import Tokenizer
     import tokenizers
     import tiktoken
 
@@ -96,10 +102,10 @@ def main():
     results = {}
     for name in ["qwen3", "mistral"]:
         tjson = os.path.join(FIX, name, "tokenizer.json")
-        rows = {"spore": [], "tokenizers": [], "tiktoken": [], "spore_load": [], "tokenizers_load": []}
-        t0 = time.perf_counter()
-        hf = Tokenizer.from_file(tjson)
-        rows["tokenizers_load"].append(time.perf_counter() - t0)
+        rows = {k: [] for k in ["spore", "tokenizers", "tiktoken", "spore_load", "tokenizers_load",
+                                "spore_cpu", "tokenizers_cpu", "tiktoken_cpu", "spore_load_cpu",
+                                "tokenizers_load_cpu"]}
+        hf, _, _ = time_load(tjson)
         tk = tiktoken_qwen() if name == "qwen3" else None
         # Same ids on a sample (the full parity is tests/nlp).
         sample = lines[:2000]
@@ -113,15 +119,19 @@ def main():
             out = json.loads(subprocess.run([args.bench, tjson, path], capture_output=True,
                                             text=True, check=True).stdout)
             rows["spore"].append(out["mb"] / out["encode_s"])
+            rows["spore_cpu"].append(out["mb"] / out["encode_cpu_s"])
             rows["spore_load"].append(out["load_s"])
-            s, _ = time_peer(lambda l: hf.encode(l, add_special_tokens=False).ids, lines)
-            rows["tokenizers"].append(mb / s)
+            rows["spore_load_cpu"].append(out["load_cpu_s"])
+            w, c = time_peer(lambda l: hf.encode(l, add_special_tokens=False).ids, lines)
+            rows["tokenizers"].append(mb / w)
+            rows["tokenizers_cpu"].append(mb / c)
             if tk:
-                s, _ = time_peer(tk.encode_ordinary, lines)
-                rows["tiktoken"].append(mb / s)
-            t0 = time.perf_counter()
-            Tokenizer.from_file(tjson)
-            rows["tokenizers_load"].append(time.perf_counter() - t0)
+                w, c = time_peer(tk.encode_ordinary, lines)
+                rows["tiktoken"].append(mb / w)
+                rows["tiktoken_cpu"].append(mb / c)
+            _, w, c = time_load(tjson)
+            rows["tokenizers_load"].append(w)
+            rows["tokenizers_load_cpu"].append(c)
             print(name, "round", r, {k: round(v[-1], 3) for k, v in rows.items() if v})
         med = {k: statistics.median(v) for k, v in rows.items() if v}
         results[name] = med
@@ -131,6 +141,15 @@ def main():
             line += f", tiktoken {med['tiktoken']:.2f} MB/s ({med['spore'] / med['tiktoken']:.2f}x)"
         line += (f"; load spore {med['spore_load']:.3f} s, tokenizers {med['tokenizers_load']:.3f} s "
                  f"({med['tokenizers_load'] / med['spore_load']:.2f}x)")
+        print(line)
+        line = (f"{name} (CPU time): spore {med['spore_cpu']:.2f} MB/s, tokenizers "
+                f"{med['tokenizers_cpu']:.2f} MB/s ({med['spore_cpu'] / med['tokenizers_cpu']:.2f}x)")
+        if "tiktoken_cpu" in med:
+            line += (f", tiktoken {med['tiktoken_cpu']:.2f} MB/s "
+                     f"({med['spore_cpu'] / med['tiktoken_cpu']:.2f}x)")
+        line += (f"; load spore {med['spore_load_cpu']:.3f} s, tokenizers "
+                 f"{med['tokenizers_load_cpu']:.3f} s "
+                 f"({med['tokenizers_load_cpu'] / med['spore_load_cpu']:.2f}x)")
         print(line)
     os.unlink(path)
     print(json.dumps(results))

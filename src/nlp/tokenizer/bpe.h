@@ -30,9 +30,22 @@ struct StringHash {
       h ^= h >> 29;
     }
     for (; i < s.size(); ++i) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return (size_t)(h ^ (h >> 32));
+    h ^= h >> 33;  // murmur3's finaliser: every input bit reaches the low (bucket) bits
+    h *= 0xff51afd7ed558ccdULL;
+    return (size_t)(h ^ (h >> 33));
   }
 };
+}  // namespace spore::nlp::detail
+
+#ifdef __GLIBCXX__
+// libstdc++ stores each node's hash only for hashes it does not consider fast; with the hash
+// stored, a bucket walk compares hashes before strings and a rehash does not rehash every key
+// (half of a 151 K-token load was spent in those string compares).
+template <>
+struct std::__is_fast_hash<spore::nlp::detail::StringHash> : std::false_type {};
+#endif
+
+namespace spore::nlp::detail {
 using StringIdMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 // (left id, right id) -> (rank, merged id), open addressing.

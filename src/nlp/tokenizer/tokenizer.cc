@@ -23,6 +23,7 @@ void Tokenizer::Impl::finish() {
     if (t.normalized) normalize(normalizers, tokens[t.id]);
     if (t.special) special[t.id] = 1;
   }
+  token_ids.reserve(size);
   for (int32_t id = 0; id < size; ++id)
     if (!tokens[id].empty()) token_ids.emplace(tokens[id], id);
   // Added tokens win over a model token with the same text, as in Hugging Face's token_to_id.
