@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the tokenizer parity fixtures (tests/fixtures/tokenizers/<name>_cases.json).
+"""Writes the tokenizer parity fixtures (tests/fixtures/tokenizers/<name>_cases.json) and the
+small trained tokenizer tests/fixtures/tokenizers/tiny/tokenizer.json.
 
 Reference ids and decodes come from Hugging Face `tokenizers` (PyPI), which reads the committed
 tokenizer.json files directly. Run with the peers' venv:
