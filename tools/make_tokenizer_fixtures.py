@@ -108,13 +108,54 @@ def make_tiny(texts):
     tok.save(os.path.join(FIX, "tiny", "tokenizer.json"))
 
 
+def make_variants(texts):
+    """Two more small trained tokenizers for the components the real files do not use:
+    tiny_metaspace: the Metaspace pre-tokenizer (prepend_scheme "first", split) and decoder, NFKC,
+      byte fallback with <0xNN> tokens in the model vocabulary, fused unk;
+    tiny_split: char-level BPE with unk and no decoder (tokens joined by spaces), NFD + Strip +
+      Replace(regex) + Lowercase, Split in the Removed / MergedWithPrevious / MergedWithNext /
+      Contiguous behaviours (one inverted), Digits."""
+    from tokenizers import AddedToken, models, normalizers, pre_tokenizers, decoders, trainers, Regex
+    tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=True)
+    tok.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Metaspace(replacement="\u2581", prepend_scheme="first")])
+    latin = [t for t in texts if all(ord(c) < 0x250 for c in t)]
+    tok.train_from_iterator(latin, trainers.BpeTrainer(vocab_size=400, show_progress=False,
+                                                       special_tokens=["<unk>", "<s>"]))
+    j = json.loads(tok.to_str())
+    vocab = j["model"]["vocab"]
+    for b in range(256):
+        vocab.setdefault("<0x%02X>" % b, len(vocab))
+    os.makedirs(os.path.join(FIX, "tiny_metaspace"), exist_ok=True)
+    with open(os.path.join(FIX, "tiny_metaspace", "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(j, f, ensure_ascii=False)
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Strip(),
+                                           normalizers.Replace(Regex(r"\d{4}"), "####"),
+                                           normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex("-+"), "removed"),
+        pre_tokenizers.Split(Regex("[.,!?]"), "merged_with_previous"),
+        pre_tokenizers.Split(" ", "merged_with_next"),
+        pre_tokenizers.Split(Regex("[aeiou]"), "contiguous", invert=True),
+        pre_tokenizers.Digits(individual_digits=False)])
+    tok.train_from_iterator(latin, trainers.BpeTrainer(vocab_size=300, show_progress=False,
+                                                       special_tokens=["[UNK]"]))
+    tok.add_special_tokens([AddedToken("[CLS]", special=True)])
+    os.makedirs(os.path.join(FIX, "tiny_split"), exist_ok=True)
+    tok.save(os.path.join(FIX, "tiny_split", "tokenizer.json"))
+
+
 def main():
     texts = corpus()
     make_tiny(texts)
-    for name in ["qwen3", "mistral", "tiny"]:
+    make_variants(texts)
+    for name in ["qwen3", "mistral", "tiny", "tiny_metaspace", "tiny_split"]:
         tok = Tokenizer.from_file(os.path.join(FIX, name, "tokenizer.json"))
-        if name == "tiny":
-            texts = texts + FLAG_TEXTS
+        if name.startswith("tiny"):
+            texts = corpus() + FLAG_TEXTS + ["a-b--c.d, e! 2024-12-03 x1234y", "  Hello  World  ", "[CLS] a[CLS]b"]
         cases = []
         for t in texts:
             for add in (False, True):

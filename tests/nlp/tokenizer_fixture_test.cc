@@ -61,6 +61,11 @@ TEST(TokenizerFixture, MistralAllCasesMatchHuggingFace) { check_all_cases("mistr
 // A small trained byte-level BPE with NFKC + Lowercase and added tokens of every flag (lstrip,
 // rstrip, single_word, normalized, special) and a TemplateProcessing post-processor.
 TEST(TokenizerFixture, AddedTokenFlagsMatchHuggingFace) { check_all_cases("tiny"); }
+// Metaspace pre-tokenizer and decoder (prepend_scheme "first"), NFKC, byte fallback, fused unk.
+TEST(TokenizerFixture, MetaspaceByteFallbackMatchesHuggingFace) { check_all_cases("tiny_metaspace"); }
+// Split in every behaviour (one inverted), Digits, NFD/Strip/Replace(regex)/Lowercase, char-level
+// BPE with unk and no decoder.
+TEST(TokenizerFixture, SplitBehavioursAndNormalizersMatchHuggingFace) { check_all_cases("tiny_split"); }
 
 TEST(TokenizerFixture, Llama2GgufMatchesLlamaCppReference) {
   const std::string base = kDir + "llama2-gguf/ggml-vocab-llama-spm.gguf";
