@@ -5,8 +5,8 @@ small trained tokenizer tests/fixtures/tokenizers/tiny/tokenizer.json.
 Reference ids and decodes come from Hugging Face `tokenizers` (PyPI), which reads the committed
 tokenizer.json files directly. Run with the peers' venv:
     /work/main/.venv-peers/bin/python tools/make_tokenizer_fixtures.py
-Each case: {"text", "add_special_tokens", "ids", "decoded"} where decoded is
-tokenizer.decode(ids, skip_special_tokens=False) of the same ids.
+Each case: {"text", "add_special_tokens", "ids", "decoded", "decoded_skip_special"}: the decodes
+are tokenizer.decode(ids, skip_special_tokens=False / True) of the same ids.
 """
 import json
 import os
@@ -161,7 +161,8 @@ def main():
             for add in (False, True):
                 ids = tok.encode(t, add_special_tokens=add).ids
                 cases.append({"text": t, "add_special_tokens": add, "ids": ids,
-                              "decoded": tok.decode(ids, skip_special_tokens=False)})
+                              "decoded": tok.decode(ids, skip_special_tokens=False),
+                              "decoded_skip_special": tok.decode(ids, skip_special_tokens=True)})
         path = os.path.join(FIX, f"{name}_cases.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump({"source": "tokenizers " + __import__("tokenizers").__version__,

@@ -40,14 +40,18 @@ void check_all_cases(const std::string& name) {
     const std::vector<int32_t> want = c.at("ids").get<std::vector<int32_t>>();
     const std::vector<int32_t> got = tok.encode(text, add);
     const std::string decoded = tok.decode(want);
+    const std::string skipped = tok.decode(want, /*skip_special_tokens=*/true);
     ++checked;
-    if (got != want || decoded != c.at("decoded").get<std::string>()) {
+    if (got != want || decoded != c.at("decoded").get<std::string>() ||
+        skipped != c.at("decoded_skip_special").get<std::string>()) {
       if (++failed <= 10) {
         ADD_FAILURE() << name << " case " << checked << " add_special=" << add << " text='"
                       << text.substr(0, 200) << "'\n got  " << nlohmann::json(got).dump().substr(0, 400)
                       << "\n want " << nlohmann::json(want).dump().substr(0, 400)
                       << "\n decoded '" << decoded.substr(0, 200) << "'\n want    '"
-                      << c.at("decoded").get<std::string>().substr(0, 200) << "'";
+                      << c.at("decoded").get<std::string>().substr(0, 200) << "'\n skipped '"
+                      << skipped.substr(0, 200) << "'\n want    '"
+                      << c.at("decoded_skip_special").get<std::string>().substr(0, 200) << "'";
       } else {
         ADD_FAILURE() << name << " case " << checked;
       }
