@@ -147,12 +147,24 @@ def make_variants(texts):
     os.makedirs(os.path.join(FIX, "tiny_split"), exist_ok=True)
     tok.save(os.path.join(FIX, "tiny_split", "tokenizer.json"))
 
+    # SmolLM2's structure (Digits one by one, then ByteLevel with GPT-2's regex): the JSON path and,
+    # rebuilt as a GGUF with tokenizer.ggml.pre = "smollm" by the test, the GGUF path.
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=700, show_progress=False,
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                       special_tokens=["<|endoftext|>", "<|im_start|>"]))
+    os.makedirs(os.path.join(FIX, "tiny_smollm"), exist_ok=True)
+    tok.save(os.path.join(FIX, "tiny_smollm", "tokenizer.json"))
+
 
 def main():
     texts = corpus()
     make_tiny(texts)
     make_variants(texts)
-    for name in ["qwen3", "mistral", "tiny", "tiny_metaspace", "tiny_split"]:
+    for name in ["qwen3", "mistral", "tiny", "tiny_metaspace", "tiny_split", "tiny_smollm"]:
         tok = Tokenizer.from_file(os.path.join(FIX, name, "tokenizer.json"))
         if name.startswith("tiny"):
             texts = corpus() + FLAG_TEXTS + ["a-b--c.d, e! 2024-12-03 x1234y", "  Hello  World  ", "[CLS] a[CLS]b"]

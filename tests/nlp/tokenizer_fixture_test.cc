@@ -70,6 +70,8 @@ TEST(TokenizerFixture, MetaspaceByteFallbackMatchesHuggingFace) { check_all_case
 // Split in every behaviour (one inverted), Digits, NFD/Strip/Replace(regex)/Lowercase, char-level
 // BPE with unk and no decoder.
 TEST(TokenizerFixture, SplitBehavioursAndNormalizersMatchHuggingFace) { check_all_cases("tiny_split"); }
+// SmolLM2's structure: Digits one by one, ByteLevel with GPT-2's regex.
+TEST(TokenizerFixture, DigitsAndByteLevelRegexMatchHuggingFace) { check_all_cases("tiny_smollm"); }
 
 TEST(TokenizerFixture, Llama2GgufMatchesLlamaCppReference) {
   const std::string base = kDir + "llama2-gguf/ggml-vocab-llama-spm.gguf";

@@ -65,6 +65,38 @@ TEST(TokenizerGguf, Gpt2KindMatchesTokenizerJson) {
   EXPECT_EQ(with_bos.encode("hi", true), (std::vector<int32_t>{151643, 6023}));
 }
 
+// tokenizer.ggml.pre = "smollm" (SmolLM2, issue 12's default model): a GGUF written from the
+// trained tiny_smollm tokenizer.json against Hugging Face's ids for it.
+TEST(TokenizerGguf, SmollmPreTokenizerMatchesHuggingFace) {
+  std::ifstream in(kDir + "tiny_smollm/tokenizer.json");
+  const auto j = nlohmann::json::parse(in);
+  std::vector<std::string> tokens(j["model"]["vocab"].size());
+  std::vector<int32_t> types(tokens.size(), 1);
+  for (auto it = j["model"]["vocab"].begin(); it != j["model"]["vocab"].end(); ++it)
+    tokens[it.value().get<size_t>()] = it.key();
+  for (const auto& a : j["added_tokens"]) types[a["id"].get<size_t>()] = 3;
+  std::vector<std::string> merges;
+  for (const auto& m : j["model"]["merges"]) merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+  GgufWriter w;
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "smollm");
+  w.add_strings("tokenizer.ggml.tokens", tokens);
+  w.add_i32s("tokenizer.ggml.token_type", types);
+  w.add_strings("tokenizer.ggml.merges", merges);
+  const Tokenizer gguf = Tokenizer::from_gguf(GgufFile::from_bytes(w.bytes(), "smollm.gguf"));
+  std::ifstream cases_file(kDir + "tiny_smollm_cases.json");
+  const auto fixture = nlohmann::json::parse(cases_file);  // kept alive for the loop below
+  int n = 0;
+  for (const auto& c : fixture["cases"]) {
+    if (c["add_special_tokens"].get<bool>()) continue;
+    const std::string text = c["text"];
+    EXPECT_EQ(gguf.encode(text), c["ids"].get<std::vector<int32_t>>()) << text.substr(0, 100);
+    EXPECT_EQ(gguf.decode(c["ids"].get<std::vector<int32_t>>()), c["decoded"].get<std::string>());
+    ++n;
+  }
+  EXPECT_GT(n, 80);
+}
+
 TEST(TokenizerGguf, BadMetadataNamesTheKey) {
   auto load = [](const GgufWriter& w) { return Tokenizer::from_gguf(GgufFile::from_bytes(w.bytes(), "t.gguf")); };
   GgufWriter none;

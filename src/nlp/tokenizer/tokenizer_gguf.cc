@@ -126,15 +126,23 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     model.order = BpeModel::Order::kRank;
     model.byte_level = true;
     const std::string pre = g.contains("tokenizer.ggml.pre") ? g.get_string("tokenizer.ggml.pre") : "default";
-    bool nfc, ignore_merges;
-    const char* pattern = pre_pattern(pre, nfc, ignore_merges);
-    if (!pattern)
-      throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
-                                               "' is not implemented (supported: default, gpt-2, "
-                                               "qwen2, llama-bpe); use the model's tokenizer.json");
+    bool nfc = false, ignore_merges = false;
+    if (pre == "smollm") {
+      // SmolLM / SmolLM2's tokenizer.json: Digits (one by one), then ByteLevel with GPT-2's regex.
+      t->pre_tokenizers.emplace_back(PreDigits{true});
+      bool unused_nfc, unused_ignore;
+      t->pre_tokenizers.emplace_back(PreByteLevel{
+          false, Regex(pre_pattern("gpt2", unused_nfc, unused_ignore), false, "tokenizer.ggml.pre")});
+    } else {
+      const char* pattern = pre_pattern(pre, nfc, ignore_merges);
+      if (!pattern)
+        throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
+                                                 "' is not implemented (supported: default, gpt-2, "
+                                                 "qwen2, llama-bpe, smollm); use the model's tokenizer.json");
+      t->pre_tokenizers.emplace_back(PreSplit{Regex(pattern, false, "tokenizer.ggml.pre"), SplitBehavior::kIsolated, false});
+      t->pre_tokenizers.emplace_back(PreByteLevel{false, std::nullopt});
+    }
     if (nfc) t->normalizers.emplace_back(NormUnicode{UnicodeForm::kNFC});
-    t->pre_tokenizers.emplace_back(PreSplit{Regex(pattern, false, "tokenizer.ggml.pre"), SplitBehavior::kIsolated, false});
-    t->pre_tokenizers.emplace_back(PreByteLevel{false, std::nullopt});
     model.ignore_merges = ignore_merges;
     const auto& table = byte_to_unicode();
     for (int b = 0; b < 256; ++b) {
