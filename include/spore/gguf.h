@@ -2,7 +2,8 @@
 // key-value metadata and tensor infos, then the tensor data, aligned. GgufFile maps the file
 // read-only and validates the whole header before anything uses it: a hostile file gives kFormat
 // naming the file and the key or tensor (kVersion for a GGUF version this reader does not know),
-// never a crash or an allocation larger than the file. Tensor data are zero-copy views into the
+// never a crash; counts are checked against the bytes left before anything is allocated, so
+// memory stays within a fixed multiple of the header's size (one GgufValue per array element). Tensor data are zero-copy views into the
 // mapping, which lives as long as the GgufFile or any tensor viewing it.
 #pragma once
 #include <cstdint>

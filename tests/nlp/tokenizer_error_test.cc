@@ -86,6 +86,9 @@ TEST(TokenizerErrors, MalformedFilesNameTheField) {
   j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "Strip"}, {"content", 5}}}}};
   expect_error([&] { load(j); }, ErrorCode::kFormat, "decoder.decoders[0].content");
   j = tiny_json();
+  j["model"]["vocab"]["x"] = 1 << 30;  // sparse: ids index dense tables
+  expect_error([&] { load(j); }, ErrorCode::kFormat, "model.vocab.x' is 1073741824, outside 0..");
+  j = tiny_json();
   j["added_tokens"][0]["id"] = -3;
   expect_error([&] { load(j); }, ErrorCode::kFormat, "added_tokens[0].id");
   j = tiny_json();

@@ -14,7 +14,10 @@ using namespace detail;
 
 namespace {
 
-constexpr int64_t kMaxId = (1 << 30);  // far above any vocabulary; keeps id tables bounded
+// Ids index dense tables (one string per id), so an id may not exceed the number of entries the
+// file has (vocabulary plus added tokens): a hostile id of 2^30 would otherwise allocate 32 GB.
+// kMaxId bounds ids found elsewhere (post-processor), which are then checked against the table.
+constexpr int64_t kMaxId = (1 << 30);
 
 const char kGpt2Pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -303,7 +306,8 @@ class TokenizerSax {
   MergeEntry pair_;
 };
 
-void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokenizer::Impl& t, bool byte_level) {
+void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokenizer::Impl& t,
+                bool byte_level, int64_t max_id) {
   BpeModel& model = t.model;
   std::string type;
   if (member(m, "type"))
@@ -317,7 +321,7 @@ void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokeniz
   f.object(m, "vocab", "model");  // present and an object (its entries were streamed)
   model.vocab.reserve(sm.vocab.size());
   for (const auto& [token, value] : sm.vocab) {
-    const int32_t id = (int32_t)f.integer_at(value, "model.vocab." + token, 0, kMaxId);
+    const int32_t id = (int32_t)f.integer_at(value, "model.vocab." + token, 0, max_id);
     model.vocab.emplace(token, id);
     if ((size_t)id >= t.tokens.size()) t.tokens.resize(id + 1);
     t.tokens[id] = token;
@@ -380,7 +384,7 @@ void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokeniz
   }
 }
 
-void read_added_tokens(const Fields& f, const Json& root, Tokenizer::Impl& t) {
+void read_added_tokens(const Fields& f, const Json& root, Tokenizer::Impl& t, int64_t max_id) {
   const Json* list = member(root, "added_tokens");
   if (!list) return;
   if (!list->is_array()) bad_field(f.source, "added_tokens", "must be an array");
@@ -388,7 +392,7 @@ void read_added_tokens(const Fields& f, const Json& root, Tokenizer::Impl& t) {
     const std::string field = "added_tokens[" + std::to_string(k) + "]";
     const Json& j = (*list)[k];
     AddedToken a;
-    a.id = (int32_t)f.integer_at(f.require(j, "id", field), field + ".id", 0, kMaxId);
+    a.id = (int32_t)f.integer_at(f.require(j, "id", field), field + ".id", 0, max_id);
     a.content = f.string(j, "content", field);
     if (find_invalid_utf8(a.content) != kValidUtf8) bad_field(f.source, field + ".content", "is not valid UTF-8");
     a.special = f.boolean_or(j, "special", field, false);
@@ -425,8 +429,11 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, std::string_view sour
   try {
     if (const Json* n = member(root, "normalizer")) read_normalizer(f, *n, "normalizer", t->normalizers);
     if (const Json* p = member(root, "pre_tokenizer")) read_pre_tokenizer(f, *p, "pre_tokenizer", t->pre_tokenizers, t->model.byte_level);
-    read_model(f, f.object(root, "model", "tokenizer"), streamed, *t, has_byte_level(t->pre_tokenizers));
-    read_added_tokens(f, root, *t);
+    const Json* added = member(root, "added_tokens");
+    const int64_t entries = (int64_t)streamed.vocab.size() + (added && added->is_array() ? (int64_t)added->size() : 0);
+    const int64_t max_id = std::max<int64_t>(0, std::min(entries - 1, kMaxId));
+    read_model(f, f.object(root, "model", "tokenizer"), streamed, *t, has_byte_level(t->pre_tokenizers), max_id);
+    read_added_tokens(f, root, *t, max_id);
     if (const Json* d = member(root, "decoder")) {
       t->has_decoder = true;
       read_decoder(f, *d, "decoder", t->decoders);
