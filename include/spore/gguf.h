@@ -3,8 +3,9 @@
 // read-only and validates the whole header before anything uses it: a hostile file gives kFormat
 // naming the file and the key or tensor (kVersion for a GGUF version this reader does not know),
 // never a crash; counts are checked against the bytes left before anything is allocated, so
-// memory stays within a fixed multiple of the header's size (one GgufValue per array element). Tensor data are zero-copy views into the
-// mapping, which lives as long as the GgufFile or any tensor viewing it.
+// memory stays within a fixed multiple of the header's size (one GgufValue per array element).
+// Tensor data are zero-copy views into the mapping, which lives as long as the GgufFile or any
+// tensor viewing it.
 #pragma once
 #include <cstdint>
 #include <filesystem>
