@@ -109,8 +109,18 @@ def main():
 def tokenizer_seeds():
     """Seeds for the tokenizer and GGUF targets: the small trained tokenizer.json, a Mistral-style
     SentencePiece file cut down to a few tokens, texts in many scripts, and small GGUFs."""
-    tiny = os.path.join(FIX, "tokenizers", "tiny", "tokenizer.json")
-    copy("tokenizer_json", tiny)
+    # The tiny tokenizer, compact and with its vocabulary cut to 250 tokens (and the merges that
+    # still apply) so the seed fits scripts/fuzz.sh's -max_len of 16 KB.
+    tiny = json.load(open(os.path.join(FIX, "tokenizers", "tiny", "tokenizer.json"), encoding="utf-8"))
+    vocab = {t: i for t, i in tiny["model"]["vocab"].items() if i < 250}
+    tiny["model"]["vocab"] = vocab
+    tiny["model"]["merges"] = [m for m in tiny["model"]["merges"]
+                               if m[0] in vocab and m[1] in vocab and m[0] + m[1] in vocab]
+    tiny["added_tokens"] = [dict(a, id=250 + k) for k, a in enumerate(tiny["added_tokens"])]
+    tiny["post_processor"]["special_tokens"] = {
+        name: dict(v, ids=[250 + [a["content"] for a in tiny["added_tokens"]].index(name)])
+        for name, v in tiny["post_processor"]["special_tokens"].items()}
+    put("tokenizer_json", "tiny.json", json.dumps(tiny, ensure_ascii=False, separators=(",", ":")).encode())
     spm = {"version": "1.0", "added_tokens": [
         {"id": 0, "content": "<unk>", "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False},
         {"id": 1, "content": "<s>", "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}],
