@@ -142,5 +142,78 @@ def main():
         put("chat_template", "feature_%02d.jinja" % i, f["template"].encode())
 
 
+
+def tokenizer_seeds():
+    """Seeds for the tokenizer and GGUF targets: the small trained tokenizer.json, a Mistral-style
+    SentencePiece file cut down to a few tokens, texts in many scripts, and small GGUFs."""
+    # The tiny tokenizer, compact and with its vocabulary cut to 250 tokens (and the merges that
+    # still apply) so the seed fits scripts/fuzz.sh's -max_len of 16 KB.
+    tiny = json.load(open(os.path.join(FIX, "tokenizers", "tiny", "tokenizer.json"), encoding="utf-8"))
+    vocab = {t: i for t, i in tiny["model"]["vocab"].items() if i < 250}
+    tiny["model"]["vocab"] = vocab
+    tiny["model"]["merges"] = [m for m in tiny["model"]["merges"]
+                               if m[0] in vocab and m[1] in vocab and m[0] + m[1] in vocab]
+    tiny["added_tokens"] = [dict(a, id=250 + k) for k, a in enumerate(tiny["added_tokens"])]
+    tiny["post_processor"]["special_tokens"] = {
+        name: dict(v, ids=[250 + [a["content"] for a in tiny["added_tokens"]].index(name)])
+        for name, v in tiny["post_processor"]["special_tokens"].items()}
+    put("tokenizer_json", "tiny.json", json.dumps(tiny, ensure_ascii=False, separators=(",", ":")).encode())
+    spm = {"version": "1.0", "added_tokens": [
+        {"id": 0, "content": "<unk>", "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False},
+        {"id": 1, "content": "<s>", "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}],
+        "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                       {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                    {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": True, "byte_fallback": True,
+                  "vocab": {"<unk>": 0, "<s>": 1, "<0xE4>": 2, "\u2581": 3, "a": 4, "b": 5, "\u2581a": 6, "ab": 7, "\u2581ab": 8},
+                  "merges": ["\u2581 a", "a b", "\u2581a b"]}}
+    put("tokenizer_json", "spm_small.json", json.dumps(spm).encode())
+    texts = ["Hello world", "深度学习 日本語 한국어", "👨‍👩‍👧‍👦 🇯🇵 👍🏽", "<|special|>[MASK] word <rs>  NormTok",
+             "def f(x):\n\treturn x  # 3.14159", "e\u0301 \ufb01 \uff21", "مرحبا नमस्ते"]
+    for k, t in enumerate(texts):
+        put("tokenizer_encode", f"text{k}.txt", t.encode())
+    put("tokenizer_encode", "invalid_utf8.bin", b"ab\xc3(\xff\xe4\xbd")
+
+    def gguf(kvs, tensors):
+        def s(x):
+            b = x.encode()
+            return struct.pack("<Q", len(b)) + b
+        out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
+        for key, typ, payload in kvs:
+            out += s(key) + struct.pack("<I", typ) + payload
+        data = b""
+        for name, typ, dims, payload in tensors:
+            while len(data) % 32:
+                data += b"\0"
+            out += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+            out += struct.pack("<IQ", typ, len(data))
+            data += payload
+        while len(out) % 32:
+            out += b"\0"
+        return out + data
+
+    def strs(xs):
+        return struct.pack("<IQ", 8, len(xs)) + b"".join(struct.pack("<Q", len(x.encode())) + x.encode() for x in xs)
+
+    put("gguf", "tensors.gguf", gguf([("general.architecture", 8, struct.pack("<Q", 5) + b"llama"),
+                                      ("general.alignment", 4, struct.pack("<I", 32))],
+                                     [("w", 0, [2, 2], struct.pack("<4f", 1, 2, 3, 4)),
+                                      ("q", 8, [32], b"\1" * 34)]))
+    put("gguf", "gpt2_tokenizer.gguf", gguf([("tokenizer.ggml.model", 8, struct.pack("<Q", 4) + b"gpt2"),
+                                             ("tokenizer.ggml.tokens", 9, strs(["H", "e", "He", "\u0120", "<s>"])),
+                                             ("tokenizer.ggml.merges", 9, strs(["H e"])),
+                                             ("tokenizer.ggml.token_type", 9, struct.pack("<IQ5i", 5, 5, 1, 1, 1, 1, 3))], []))
+    put("gguf", "llama_tokenizer.gguf", gguf([("tokenizer.ggml.model", 8, struct.pack("<Q", 5) + b"llama"),
+                                              ("tokenizer.ggml.tokens", 9, strs(["<unk>", "<s>", "<0xE4>", "\u2581", "a", "\u2581a"])),
+                                              ("tokenizer.ggml.scores", 9, struct.pack("<IQ6f", 6, 6, 0, 0, 0, -1, -2, -0.5)),
+                                              ("tokenizer.ggml.token_type", 9, struct.pack("<IQ6i", 5, 6, 2, 3, 6, 1, 1, 1)),
+                                              ("tokenizer.ggml.bos_token_id", 4, struct.pack("<I", 1))], []))
+
+
 if __name__ == "__main__":
     main()
+    tokenizer_seeds()

@@ -24,5 +24,6 @@ void add_verify_command(CLI::App& app, Handlers& h);
 void add_ir_commands(CLI::App& app, Handlers& h);
 void add_lite_commands(CLI::App& app, Handlers& h);
 void add_template_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+void add_tokenize_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 
 }  // namespace spore::cli

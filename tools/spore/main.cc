@@ -7,6 +7,7 @@
 //   spore ir info | convert            model IR files
 //   spore lite run FILE --input NAME=FILE.npy --output DIR   a model in the Lite runtime
 //   spore template PATH --messages FILE.json   a chat template rendered as transformers does
+//   spore tokenize | detokenize        tokenizers (tokenizer.json, model directory, GGUF)
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   spore::cli::add_ir_commands(app, handlers);
   spore::cli::add_lite_commands(app, handlers);
   spore::cli::add_template_command(app, handlers, command);
+  spore::cli::add_tokenize_commands(app, handlers, command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

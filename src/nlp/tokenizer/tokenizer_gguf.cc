@@ -1,0 +1,186 @@
+// Tokenizer::from_gguf: the same pipelines built from llama.cpp's `tokenizer.ggml.*` metadata.
+//   llama: SentencePiece BPE merged by score (not merges), byte fallback, "▁" for spaces;
+//   gpt2:  byte-level BPE merged by rank, the pre-tokenizer regex chosen by tokenizer.ggml.pre.
+#include "nlp/tokenizer/pipeline.h"
+#include "nlp/tokenizer/utf8.h"
+#include "spore/error.h"
+#include "spore/gguf.h"
+
+namespace spore::nlp {
+
+using namespace detail;
+
+namespace {
+
+// llama.cpp's token types (llama_token_type).
+enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+const char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
+
+// The pre-tokenizer regexes of the `tokenizer.ggml.pre` names this reader knows (as in the models'
+// tokenizer.json files).
+const char* pre_pattern(const std::string& pre, bool& nfc, bool& ignore_merges) {
+  nfc = false;
+  ignore_merges = false;
+  if (pre == "default" || pre == "gpt-2" || pre == "gpt2")
+    return "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+  if (pre == "qwen2") {
+    nfc = true;
+    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  }
+  if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "smaug-bpe") {
+    ignore_merges = true;
+    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  }
+  return nullptr;
+}
+
+std::optional<int32_t> optional_id(const GgufFile& g, const char* key, size_t vocab) {
+  const GgufValue* v = g.find(key);
+  if (!v) return std::nullopt;
+  const int64_t id = g.get_int(key);
+  if (id == -1) return std::nullopt;  // llama.cpp's "none"
+  if (id < 0 || (uint64_t)id >= vocab)
+    throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': metadata '" + key + "' is " +
+                                        std::to_string(id) + ", outside the vocabulary of " +
+                                        std::to_string(vocab) + " tokens");
+  return (int32_t)id;
+}
+
+bool bool_or(const GgufFile& g, const char* key, bool fallback) {
+  return g.find(key) ? g.get_bool(key) : fallback;
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
+  const std::string kind = g.get_string("tokenizer.ggml.model");
+  if (kind != "llama" && kind != "gpt2")
+    throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" +
+                                             kind + "' is not implemented (supported: llama, gpt2)");
+  auto t = std::make_shared<Impl>();
+  t->source = g.source();
+  t->tokens = g.get_strings("tokenizer.ggml.tokens");
+  const size_t n = t->tokens.size();
+  if (n == 0 || n > (1u << 30))
+    throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.tokens has " +
+                                        std::to_string(n) + " entries");
+  std::vector<int64_t> types(n, kNormal);
+  if (g.contains("tokenizer.ggml.token_type")) {
+    types = g.get_ints("tokenizer.ggml.token_type");
+    if (types.size() != n)
+      throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.token_type has " +
+                                          std::to_string(types.size()) + " entries for " +
+                                          std::to_string(n) + " tokens");
+  }
+  for (size_t id = 0; id < n; ++id)
+    if (find_invalid_utf8(t->tokens[id]) != kValidUtf8)
+      throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.tokens[" +
+                                          std::to_string(id) + "] is not valid UTF-8");
+  BpeModel& model = t->model;
+  model.vocab.reserve(n);
+  for (size_t id = 0; id < n; ++id) {
+    // Control, unused and byte tokens never come out of merging (SentencePiece keeps them out of
+    // its pieces); user-defined tokens are matched whole, as added tokens.
+    const bool mergeable = kind == "gpt2" ? true : (types[id] == kNormal || types[id] == kUnknown);
+    if (mergeable && types[id] != kUnknown) model.vocab.emplace(t->tokens[id], (int32_t)id);
+    if (types[id] == kControl || types[id] == kUserDefined) {
+      AddedToken a;
+      a.id = (int32_t)id;
+      a.content = t->tokens[id];
+      a.special = types[id] == kControl;
+      t->added.push_back(std::move(a));
+    }
+  }
+  t->bos = optional_id(g, "tokenizer.ggml.bos_token_id", n);
+  t->eos = optional_id(g, "tokenizer.ggml.eos_token_id", n);
+  t->pad = optional_id(g, "tokenizer.ggml.padding_token_id", n);
+  model.unk = optional_id(g, "tokenizer.ggml.unknown_token_id", n);
+  if (kind == "llama") {
+    model.order = BpeModel::Order::kScore;
+    model.byte_fallback = true;
+    if (g.contains("tokenizer.ggml.scores")) {
+      const std::vector<double> scores = g.get_floats("tokenizer.ggml.scores");
+      if (scores.size() != n)
+        throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.scores has " +
+                                            std::to_string(scores.size()) + " entries for " +
+                                            std::to_string(n) + " tokens");
+      model.scores.assign(scores.begin(), scores.end());
+    }
+    for (int b = 0; b < 256; ++b) {
+      static const char hex[] = "0123456789ABCDEF";
+      const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+      model.byte_ids[b] = -1;
+      for (size_t id = 0; id < n && model.byte_ids[b] < 0; ++id)
+        if (types[id] == kByte && t->tokens[id] == name) model.byte_ids[b] = (int32_t)id;
+    }
+    const bool prefix = bool_or(g, "tokenizer.ggml.add_space_prefix", true);
+    if (prefix) t->normalizers.emplace_back(NormPrepend{kSpace});
+    t->normalizers.emplace_back(NormReplace{Regex(" ", true, "replace"), kSpace});
+    t->has_decoder = true;
+    t->decoders.emplace_back(DecReplace{kSpace, " "});
+    t->decoders.emplace_back(DecByteFallback{});
+    t->decoders.emplace_back(DecFuse{});
+    if (prefix) t->decoders.emplace_back(DecStrip{" ", 1, 0});
+  } else {
+    model.order = BpeModel::Order::kRank;
+    model.byte_level = true;
+    const std::string pre = g.contains("tokenizer.ggml.pre") ? g.get_string("tokenizer.ggml.pre") : "default";
+    bool nfc = false, ignore_merges = false;
+    if (pre == "smollm") {
+      // SmolLM / SmolLM2's tokenizer.json: Digits (one by one), then ByteLevel with GPT-2's regex.
+      t->pre_tokenizers.emplace_back(PreDigits{true});
+      bool unused_nfc, unused_ignore;
+      t->pre_tokenizers.emplace_back(PreByteLevel{
+          false, Regex(pre_pattern("gpt2", unused_nfc, unused_ignore), false, "tokenizer.ggml.pre")});
+    } else {
+      const char* pattern = pre_pattern(pre, nfc, ignore_merges);
+      if (!pattern)
+        throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
+                                                 "' is not implemented (supported: default, gpt-2, "
+                                                 "qwen2, llama-bpe, smollm); use the model's tokenizer.json");
+      t->pre_tokenizers.emplace_back(PreSplit{Regex(pattern, false, "tokenizer.ggml.pre"), SplitBehavior::kIsolated, false});
+      t->pre_tokenizers.emplace_back(PreByteLevel{false, std::nullopt});
+    }
+    if (nfc) t->normalizers.emplace_back(NormUnicode{UnicodeForm::kNFC});
+    model.ignore_merges = ignore_merges;
+    const auto& table = byte_to_unicode();
+    for (int b = 0; b < 256; ++b) {
+      std::string key;
+      append_utf8(key, table[b]);
+      auto it = model.vocab.find(key);
+      model.byte_ids[b] = it == model.vocab.end() ? -1 : it->second;
+    }
+    const std::vector<std::string> merges = g.get_strings("tokenizer.ggml.merges");
+    model.merges.reserve(merges.size());
+    for (size_t k = 0; k < merges.size(); ++k) {
+      const std::string& m = merges[k];
+      const size_t sp = m.find(' ', 1);
+      auto fail = [&](const std::string& why) {
+        throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.merges[" +
+                                            std::to_string(k) + "] '" + m + "' " + why);
+      };
+      if (sp == std::string::npos) fail("is not two tokens separated by a space");
+      auto ia = model.vocab.find(std::string_view(m).substr(0, sp));
+      auto ib = model.vocab.find(std::string_view(m).substr(sp + 1));
+      std::string joined = m.substr(0, sp) + m.substr(sp + 1);
+      auto im = model.vocab.find(joined);
+      if (ia == model.vocab.end() || ib == model.vocab.end() || im == model.vocab.end())
+        fail("names a token that is not in tokenizer.ggml.tokens");
+      model.merges.insert(ia->second, ib->second, (int32_t)k, im->second);
+    }
+    t->has_decoder = true;
+    t->decoders.emplace_back(DecByteLevel{});
+  }
+  const bool add_bos = bool_or(g, "tokenizer.ggml.add_bos_token", kind == "llama");
+  const bool add_eos = bool_or(g, "tokenizer.ggml.add_eos_token", false);
+  PostTemplate post;
+  if (add_bos && t->bos) post.single.push_back(*t->bos);
+  post.single.push_back(-1);
+  if (add_eos && t->eos) post.single.push_back(*t->eos);
+  t->post = std::move(post);
+  t->finish();
+  return Tokenizer(std::move(t));
+}
+
+}  // namespace spore::nlp
