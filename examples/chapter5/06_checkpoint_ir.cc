@@ -86,7 +86,7 @@ void sample(probe::ProbeContext& ctx) {
 
   // The IR half: the framework's network as a file, run by Lite (a runtime of its own).
   const auto ir_path = std::filesystem::path(probe::artifact_dir()) / ("06_checkpoint_ir-" + dev_name + ".spore");
-  export_model(*net, {x}, ir_path, {.metadata = {{"sample", "06_checkpoint_ir"}}});
+  export_model(*net, {x}, ir_path, ExportOptions().meta("sample", "06_checkpoint_ir"));
   ctx.artifact("ir", ir_path.string());
   const ir::Model model_ir = ir::read_model(ir_path);
   ctx.value("ir_version", (int64_t)model_ir.ir_version);
@@ -94,7 +94,7 @@ void sample(probe::ProbeContext& ctx) {
   lite::Model lite_model = lite::Model::build_from_file(ir_path, lite::ModelType::kSpore, lite::Context{{dev.str()}, 0});
   const std::vector<double> lite_out = probe::host_values(lite_model.predict({x})[0]);
   ctx.alignment("ir", max_abs_error(lite_out, want), 0.0);
-  ctx.compare_values("Lite output of the IR file, bit-exact", lite_out, want, 0.0, 0.0, "lite:" + lite_model.target());
+  ctx.compare_values("Lite output of the IR file, bit-exact", lite_out, want, 0.0, 0.0, lite_model.target());
 }
 }  // namespace
 

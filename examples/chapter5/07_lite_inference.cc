@@ -49,7 +49,7 @@ void sample(probe::ProbeContext& ctx) {
   lite::Model model = lite::Model::build_from_file(newest, lite::ModelType::kSpore, context);
   const std::vector<double> got = probe::host_values(model.predict({x})[0]);
   ctx.alignment("ir_newest", max_abs_error(got, want), 0.0);
-  ctx.compare_values("newest IR in Lite", got, want, 0.0, 0.0, "lite:" + model.target());
+  ctx.compare_values("newest IR in Lite", got, want, 0.0, 0.0, model.target());
   ctx.value("ir_version_newest", (int64_t)ir::peek_version(newest));
   // 4. The target list fell back in order, and says so.
   ctx.value("lite_target", model.target());
@@ -78,13 +78,13 @@ void sample(probe::ProbeContext& ctx) {
 
   // 3. The same network, down-level: builds and predicts.
   const auto v1 = dir / "07_lite_inference-v1.spore";
-  export_model(net, {x}, v1, {.ir_version = 1});
+  export_model(net, {x}, v1, ExportOptions().version(1));
   ctx.artifact("ir_v1", v1.string());
   ctx.value("ir_version_down_level", (int64_t)ir::peek_version(v1));
   lite::Model old = lite::Model::build_from_file(v1, lite::ModelType::kSpore, context);
   const std::vector<double> got_v1 = probe::host_values(old.predict({x})[0]);
   ctx.alignment("ir_v1", max_abs_error(got_v1, want), 0.0);
-  ctx.compare_values("IR version 1 in Lite", got_v1, want, 0.0, 0.0, "lite:" + old.target());
+  ctx.compare_values("IR version 1 in Lite", got_v1, want, 0.0, 0.0, old.target());
 }
 }  // namespace
 

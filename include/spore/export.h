@@ -2,8 +2,8 @@
 // (NOTE [Export] in docs/design.md; the file format is NOTE [Model IR] in spore/ir.h).
 //
 //   spore::export_model(net, {x}, "net.spore");                               // newest IR version
-//   spore::export_model(net, {x}, "net.spore", {.ir_version = 1});            // for an older Lite
-//   spore::export_model(net, {x}, "net.spore", {.dynamic_axes = {{0, {{0, "batch"}}}}});
+//   spore::export_model(net, {x}, "net.spore", ExportOptions().version(1));   // for an older Lite
+//   spore::export_model(net, {x}, "net.spore", ExportOptions().dynamic_axis(0, 0, "batch"));
 #pragma once
 #include <filesystem>
 #include <map>
@@ -30,6 +30,17 @@ struct ExportOptions {
   std::map<int, std::map<int, std::string>> dynamic_axes;
   bool optimize = true;  // run the graph passes before writing (constant folding, fusion, ...)
   std::vector<std::pair<std::string, std::string>> metadata;
+
+  // Chainable setters: ExportOptions().version(1).dynamic_axis(0, 0, "batch").
+  ExportOptions& version(uint32_t v) { ir_version = v; return *this; }
+  ExportOptions& dynamic_axis(int input, int dim, std::string symbol) {
+    dynamic_axes[input][dim] = std::move(symbol);
+    return *this;
+  }
+  ExportOptions& meta(std::string key, std::string value) {
+    metadata.emplace_back(std::move(key), std::move(value));
+    return *this;
+  }
 };
 
 // The IR model of fn traced on example_inputs; `names` maps captured tensors (by TensorImpl) to

@@ -108,8 +108,12 @@ std::string dump_dot(const Graph& g) {
   s << "  out [shape=doublecircle, label=\"outputs\"];\n";
   for (ValueId v : g.graph_outputs()) {
     const Value& val = g.value(v);
-    s << "  " << (val.kind == ValueKind::kNode ? "n" + std::to_string(val.node) : "v" + std::to_string(v))
-      << " -> out [label=\"%" << v << "\"];\n";
+    // Streamed piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "n" + to_string here.
+    if (val.kind == ValueKind::kNode)
+      s << "  n" << val.node;
+    else
+      s << "  v" << v;
+    s << " -> out [label=\"%" << v << "\"];\n";
   }
   s << "}\n";
   return s.str();

@@ -63,9 +63,9 @@ TEST(Export, ASymbolicBatchServesEveryBatchSize) {
   EXPECT_EQ(model.inputs()[0].str(), "x: float32[batch, 4]");
   EXPECT_EQ(model.outputs()[0].str(), "y: float32[batch, 3]");
   for (int64_t b : {1, 3, 7}) EXPECT_EQ(model.predict({input(b)})[0].to_vector<float>(), (*net)(input(b)).to_vector<float>()) << b;
-  expect_error([&] { export_model(*net, {input(2)}, path, {.ir_version = 1, .dynamic_axes = {{0, {{0, "batch"}}}}}); },
+  expect_error([&] { export_model(*net, {input(2)}, path, ExportOptions().version(1).dynamic_axis(0, 0, "batch")); },
                ErrorCode::kVersion, "IR version 1 cannot hold", "symbolic dimension 'batch'");
-  export_model(*net, {input(2)}, path, {.ir_version = 1});  // fixed shapes: version 1 holds them
+  export_model(*net, {input(2)}, path, ExportOptions().version(1));  // fixed shapes: version 1 holds them
   EXPECT_EQ(ir::read_model(path).ir_version, 1u);
   std::filesystem::remove(path);
 }
@@ -74,10 +74,10 @@ TEST(Export, AnOpThatBakesTheBatchInIsNamed) {
   Tensor w = reshape(arange(0, 12, 1, DType::kFloat32), {12, 1});
   TensorsFn fn = [w](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(flatten(in[0], 1), w)}; };
   const Tensor x = reshape(arange(0, 24, 1, DType::kFloat32), {2, 3, 4});
-  expect_error([&] { trace_to_ir(fn, {x}, {.dynamic_axes = {{0, {{0, "n"}}}}}); }, ErrorCode::kValue, "(reshape)",
+  expect_error([&] { trace_to_ir(fn, {x}, ExportOptions().dynamic_axis(0, 0, "n")); }, ErrorCode::kValue, "(reshape)",
                "reshape with -1");
   TensorsFn ok = [w](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(reshape(in[0], {-1, 12}), w)}; };
-  const ir::Model m = trace_to_ir(ok, {x}, {.dynamic_axes = {{0, {{0, "n"}}}}});
+  const ir::Model m = trace_to_ir(ok, {x}, ExportOptions().dynamic_axis(0, 0, "n"));
   EXPECT_EQ(m.graph.values[m.graph.outputs[0]].dims[0].symbol, "n");
 }
 

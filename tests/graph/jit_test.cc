@@ -154,6 +154,7 @@ TEST(Jit, DumpsTextAndDotAndWritesThemWhenAsked) {
   ::setenv("SPORE_DUMP_GRAPHS", dir.c_str(), 1);
   JitOptions o;
   o.name = "fma";
+  o.optimize = false;  // the dump of the traced nodes themselves (fusion would make them one)
   JitFunction f = jit(TensorFn(fma_relu), o);
   Tensor x = ones({2, 2}), y = ones({2, 2}), z = ones({2, 2});
   f({x, y, z});
@@ -171,8 +172,31 @@ TEST(Jit, DumpsTextAndDotAndWritesThemWhenAsked) {
 }
 
 // A chain of elementwise ops: every intermediate dies at its one reader, so the plan writes each
-// over its input and needs far fewer bytes than one buffer per value.
+// over its input and needs far fewer bytes than one buffer per value (unfused: with the passes the
+// chain is one fused node, tested below).
 TEST(Jit, MemoryPlanReusesBuffersAndWritesInPlace) {
+  auto chain = [](const std::vector<Tensor>& in) {
+    Tensor x = in[0];
+    for (int i = 0; i < 6; ++i) x = relu(add(mul(x, in[1]), in[1]));
+    return sum(exp(neg(x)));
+  };
+  Tensor x = random_normal({64, 32}, 11), y = random_normal({64, 32}, 12);
+  JitOptions unfused;
+  unfused.optimize = false;
+  JitFunction f = jit(TensorFn(chain), unfused);
+  Tensor want = chain({x, y});
+  f({x, y});
+  EXPECT_EQ(bytes(f.call1({x, y})), bytes(want));
+  EXPECT_EQ(bytes(f.call1({x, y})), bytes(want));
+  const JitStats& s = f.stats();
+  EXPECT_GT(s.in_place, 10);
+  EXPECT_LE(s.planned_peak_bytes, 2 * 64 * 32 * 4);
+  EXPECT_GE(s.unplanned_peak_bytes, 2 * 64 * 32 * 4);
+}
+
+// With the passes (the default), the same chain compiles to one fused elementwise node feeding
+// the reduction, and gives the eager bytes.
+TEST(Jit, ThePassesFuseTheChainAndKeepItsBytes) {
   auto chain = [](const std::vector<Tensor>& in) {
     Tensor x = in[0];
     for (int i = 0; i < 6; ++i) x = relu(add(mul(x, in[1]), in[1]));
@@ -183,11 +207,14 @@ TEST(Jit, MemoryPlanReusesBuffersAndWritesInPlace) {
   Tensor want = chain({x, y});
   f({x, y});
   EXPECT_EQ(bytes(f.call1({x, y})), bytes(want));
-  EXPECT_EQ(bytes(f.call1({x, y})), bytes(want));
-  const JitStats& s = f.stats();
-  EXPECT_GT(s.in_place, 10);
-  EXPECT_LE(s.planned_peak_bytes, 2 * 64 * 32 * 4);
-  EXPECT_GE(s.unplanned_peak_bytes, 2 * 64 * 32 * 4);
+  int fused = 0, elementwise = 0;
+  for (const Node& n : f.last_graph()->nodes()) {
+    fused += n.op() == OpId::k_fused_elementwise;
+    elementwise += n.op() == OpId::k_mul || n.op() == OpId::k_add || n.op() == OpId::k_relu;
+  }
+  EXPECT_EQ(fused, 1) << graph::dump(*f.last_graph());
+  EXPECT_EQ(elementwise, 0) << graph::dump(*f.last_graph());
+  EXPECT_LT(f.stats().nodes_compiled, f.stats().nodes_traced);
 }
 
 TEST(MemoryPlan, ViewsKeepTheirBaseAliveAndGraphOutputsAreNotPlanned) {

@@ -151,8 +151,9 @@ TEST(ModelIr, CommittedFilesOfEveryVersionStillRead) {
     for (size_t i = 0; i < want.graph.values.size(); ++i) {
       EXPECT_EQ(got.graph.values[i].name, want.graph.values[i].name);
       EXPECT_EQ(got.graph.values[i].dims.size(), want.graph.values[i].dims.size());
-      if (want.graph.values[i].data.defined())
+      if (want.graph.values[i].data.defined()) {
         EXPECT_EQ(got.graph.values[i].data.to_bytes(), want.graph.values[i].data.to_bytes());
+      }
     }
     ASSERT_EQ(got.graph.nodes.size(), want.graph.nodes.size());
     for (size_t n = 0; n < want.graph.nodes.size(); ++n) EXPECT_EQ(got.graph.nodes[n].def, want.graph.nodes[n].def);

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "spore/error.h"
+#include "io/gguf_test_writer.h"
 #include "spore/nlp/chat_template.h"
 
 namespace {
@@ -76,3 +77,39 @@ TEST(ChatTemplateLoading, MessagesAreNormalisedAsTransformersDoes) {
 }
 
 }  // namespace
+
+// GGUF: the template and the special tokens come from the file's metadata (llama.cpp's keys);
+// the rendering equals the same template and tokens given as text.
+TEST(ChatTemplateLoading, GgufTemplateAndSpecialTokens) {
+  const std::string text =
+      "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ eos_token }}{% endfor %}"
+      "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+  spore::testing::GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  w.add_strings("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "hi"});
+  w.add_u32("tokenizer.ggml.bos_token_id", 1);
+  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+  w.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.add_string("tokenizer.chat_template", text);
+  fs::path d = temp_dir("gguf");
+  const auto bytes = w.bytes();
+  std::ofstream(d / "m.gguf", std::ios::binary).write((const char*)bytes.data(), (std::streamsize)bytes.size());
+  auto t = ChatTemplate::load(d / "m.gguf");
+  std::map<std::string, std::string> want = {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}};
+  EXPECT_EQ(t.special_tokens(), want);
+  EXPECT_EQ(t.render(kMessages, true), "<s><|user|>Hi</s><|assistant|>");
+  EXPECT_EQ(t.render(kMessages, true), ChatTemplate::from_text(text, want).render(kMessages, true));
+
+  spore::testing::GgufWriter none;
+  none.add_string("general.architecture", "llama");
+  const auto b2 = none.bytes();
+  std::ofstream(d / "none.gguf", std::ios::binary).write((const char*)b2.data(), (std::streamsize)b2.size());
+  try {
+    ChatTemplate::load(d / "none.gguf");
+    ADD_FAILURE() << "a GGUF without a template loaded";
+  } catch (const spore::Error& e) {
+    EXPECT_EQ(e.code(), spore::ErrorCode::kFormat);
+    EXPECT_NE(std::string(e.what()).find("no tokenizer.chat_template"), std::string::npos) << e.what();
+  }
+  fs::remove_all(d);
+}

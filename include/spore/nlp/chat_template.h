@@ -39,8 +39,11 @@ class ChatTemplate {
 
   // A tokenizer_config.json (its "chat_template", string or named list, and its special tokens),
   // a chat_template.jinja file (special tokens from a tokenizer_config.json beside it, if any),
-  // or a model directory holding either (chat_template.jinja wins, as in transformers).
+  // a model directory holding either (chat_template.jinja wins, as in transformers), or a GGUF file.
   static ChatTemplate load(const std::filesystem::path& path);
+  // A GGUF file's tokenizer.chat_template, with bos/eos/unk/pad tokens from its vocabulary (what
+  // load does for a .gguf path). kFormat when the file has no template.
+  static ChatTemplate load_gguf(const std::filesystem::path& path);
 
   // Renders `messages_json` (a JSON array of message objects) as apply_chat_template does:
   // None-valued message keys dropped, reasoning_content/thinking/reasoning aliased, special

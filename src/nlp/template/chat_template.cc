@@ -10,6 +10,7 @@
 #include "nlp/template/ast.h"
 #include "nlp/template/interpreter.h"
 #include "spore/error.h"
+#include "spore/gguf.h"
 
 namespace spore::nlp {
 
@@ -165,6 +166,38 @@ ChatTemplate ChatTemplate::from_named(const std::vector<std::pair<std::string, s
   return ChatTemplate(std::move(impl));
 }
 
+namespace {
+
+// GGUF keeps the template in `tokenizer.chat_template` and the special tokens as ids into
+// `tokenizer.ggml.tokens` (llama.cpp's convention): bos_token and friends are those tokens' text.
+std::map<std::string, std::string> gguf_special_tokens(const GgufFile& g) {
+  std::map<std::string, std::string> out;
+  if (!g.contains("tokenizer.ggml.tokens")) return out;
+  const std::vector<std::string> tokens = g.get_strings("tokenizer.ggml.tokens");
+  for (const char* name : {"bos", "eos", "unknown", "padding"}) {
+    const std::string key = std::string("tokenizer.ggml.") + name + "_token_id";
+    if (!g.contains(key)) continue;
+    const int64_t id = g.get_int(key);
+    if (id < 0 || id >= (int64_t)tokens.size())
+      throw Error(ErrorCode::kFormat, g.source() + ": " + key + " = " + std::to_string(id) + " is outside the " +
+                                          std::to_string(tokens.size()) + "-token vocabulary");
+    const std::string var = std::string(name) == "unknown" ? "unk_token" : std::string(name) == "padding" ? "pad_token"
+                                                                                                          : std::string(name) + "_token";
+    out[var] = tokens[(size_t)id];
+  }
+  return out;
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::load_gguf(const std::filesystem::path& path) {
+  const GgufFile g(path);
+  if (!g.contains("tokenizer.chat_template"))
+    throw Error(ErrorCode::kFormat, path.string() + " has no tokenizer.chat_template: the model ships no chat template; "
+                                                    "pass one as a .jinja file");
+  return from_text(g.get_string("tokenizer.chat_template"), gguf_special_tokens(g));
+}
+
 ChatTemplate ChatTemplate::load(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   if (fs::is_directory(path)) {
@@ -175,9 +208,7 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& path) {
                                     " has neither chat_template.jinja nor tokenizer_config.json");
   }
   std::string ext = path.extension().string();
-  if (ext == ".gguf")
-    throw Error(ErrorCode::kUnsupported, path.string() + ": reading tokenizer.chat_template from GGUF is not wired "
-                                                         "in yet; pass the template text to ChatTemplate::from_text");
+  if (ext == ".gguf") return load_gguf(path);
   if (ext == ".jinja") return from_text(read_file(path), tokens_beside(path.parent_path()));
   if (ext == ".json") return load_config(path);
   if (!fs::exists(path)) throw Error(ErrorCode::kIO, "chat template path " + path.string() + " does not exist");
