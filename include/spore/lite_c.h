@@ -39,12 +39,16 @@ typedef enum {
 } SporeLiteDType;
 
 /* A dense, row-major tensor in host memory. Inputs are read during the call only; outputs are
- * views owned by the model, valid until its next predict or its release. */
+ * views owned by the model, valid until its next predict or its release. `nbytes` is the size of
+ * the buffer at `data`: an input whose shape needs more (or other) bytes than that is refused
+ * with SPORE_LITE_ERROR_VALUE instead of being read past its end, as ONNX Runtime's
+ * CreateTensorWithDataAsOrtValue takes the buffer's length. */
 typedef struct {
   SporeLiteDType dtype;
   int32_t ndim;
   const int64_t* shape;
   const void* data;
+  uint64_t nbytes;
 } SporeLiteTensor;
 
 typedef struct SporeLiteModel SporeLiteModel;

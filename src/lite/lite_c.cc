@@ -45,6 +45,7 @@ void describe(const spore::lite::TensorInfo& t, const std::vector<int64_t>& shap
   out->ndim = (int32_t)shape.size();
   out->shape = shape.data();
   out->data = nullptr;
+  out->nbytes = 0;
 }
 
 }  // namespace
@@ -115,6 +116,12 @@ SporeLiteStatus spore_lite_model_predict(SporeLiteModel* model, const SporeLiteT
       std::vector<int64_t> dims(t.shape, t.shape + t.ndim);
       for (int64_t d : dims)
         if (d < 0) throw spore::Error(spore::ErrorCode::kValue, "input " + std::to_string(i) + " has a negative extent");
+      const spore::Shape shape(dims);  // numel() throws kShape on overflow
+      const uint64_t need = (uint64_t)shape.numel() * spore::dtype_size((spore::DType)t.dtype);
+      if (need != t.nbytes)
+        throw spore::Error(spore::ErrorCode::kValue, "input " + std::to_string(i) + ": its shape " + shape.str() + " needs " +
+                                                         std::to_string(need) + " bytes, the buffer has " +
+                                                         std::to_string(t.nbytes));
       xs.push_back(spore::Tensor::from_bytes(t.data, spore::Shape(dims), (spore::DType)t.dtype, spore::Device::cpu()));
     }
     model->outputs = model->model.predict(xs);
@@ -134,6 +141,7 @@ SporeLiteStatus spore_lite_model_output(const SporeLiteModel* model, int32_t i, 
   out->ndim = (int32_t)model->result_shapes[i].size();
   out->shape = model->result_shapes[i].data();
   out->data = y.data_ptr();
+  out->nbytes = y.nbytes();
   return SPORE_LITE_OK;
 }
 

@@ -140,8 +140,7 @@ TEST(GgufReader, HostileFilesGetTypedErrors) {
   badtype[4 + 4 + 8 + 8 + 8 + 21] = 77;
   expect_error([&] { load(badtype); }, ErrorCode::kFormat, "unknown value type 77");
   // Tensor data past the end of the file.
-  auto cut = good;
-  cut.resize(cut.size() - 4);
+  const std::vector<uint8_t> cut(good.begin(), good.end() - 4);
   expect_error([&] { load(cut); }, ErrorCode::kFormat, "tensor 'x' needs bytes");
   // Bad alignment, misaligned offset, too many dims, unknown ggml type, duplicate key.
   GgufWriter a;

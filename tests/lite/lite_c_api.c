@@ -30,11 +30,11 @@ int main(void) {
 
   float x[6] = {-1.5f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f};
   int64_t shape[2] = {2, 3};
-  SporeLiteTensor in = {SPORE_LITE_FLOAT32, 2, shape, x};
+  SporeLiteTensor in = {SPORE_LITE_FLOAT32, 2, shape, x, sizeof x};
   CHECK(spore_lite_model_predict(model, &in, 1) == SPORE_LITE_OK);
   SporeLiteTensor out;
   CHECK(spore_lite_model_output(model, 0, &out) == SPORE_LITE_OK);
-  CHECK(out.dtype == SPORE_LITE_FLOAT32 && out.ndim == 2 && out.shape[0] == 2 && out.shape[1] == 4);
+  CHECK(out.dtype == SPORE_LITE_FLOAT32 && out.ndim == 2 && out.shape[0] == 2 && out.shape[1] == 4 && out.nbytes == 32);
   const float* y = (const float*)out.data;
   for (int r = 0; r < 2; ++r)
     for (int c = 0; c < 4; ++c) {
@@ -45,10 +45,15 @@ int main(void) {
     }
 
   /* Errors: a status and a message, never a crash. */
+  float x9[9] = {0};
   int64_t bad_shape[2] = {3, 3};
-  SporeLiteTensor bad = {SPORE_LITE_FLOAT32, 2, bad_shape, x};
+  SporeLiteTensor bad = {SPORE_LITE_FLOAT32, 2, bad_shape, x9, sizeof x9};
   CHECK(spore_lite_model_predict(model, &bad, 1) == SPORE_LITE_ERROR_VALUE);
   CHECK(strstr(spore_lite_last_error(), "input 'x' has shape [3, 3]") != NULL);
+  /* A shape larger than the buffer is refused, not read past the buffer's end. */
+  SporeLiteTensor short_buffer = {SPORE_LITE_FLOAT32, 2, bad_shape, x, sizeof x};
+  CHECK(spore_lite_model_predict(model, &short_buffer, 1) == SPORE_LITE_ERROR_VALUE);
+  CHECK(strstr(spore_lite_last_error(), "needs 36 bytes, the buffer has 24") != NULL);
   CHECK(spore_lite_model_predict(model, NULL, 1) == SPORE_LITE_ERROR_VALUE);
   CHECK(spore_lite_model_output(model, 5, &out) == SPORE_LITE_ERROR_INDEX);
   CHECK(spore_lite_model_input(NULL, 0, &name, &info) == SPORE_LITE_ERROR_INDEX);

@@ -55,7 +55,7 @@ TEST(TokenizerStream, ByteLevelQwen3) {
 }
 
 TEST(TokenizerStream, ByteFallbackMistralAndLlama2) {
-  for (const std::string path : {kDir + "mistral", kDir + "llama2-gguf/ggml-vocab-llama-spm.gguf"}) {
+  for (const std::string& path : {kDir + "mistral", kDir + "llama2-gguf/ggml-vocab-llama-spm.gguf"}) {
     const Tokenizer tok = Tokenizer::from_file(path);
     bool partial = false;
     int byte_ids = 0;
