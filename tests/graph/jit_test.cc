@@ -202,7 +202,8 @@ TEST(Jit, ThePassesFuseTheChainAndKeepItsBytes) {
     for (int i = 0; i < 6; ++i) x = relu(add(mul(x, in[1]), in[1]));
     return sum(exp(neg(x)));
   };
-  Tensor x = random_normal({64, 32}, 11), y = random_normal({64, 32}, 12);
+  // 128x64: above the pipeline's fusion threshold (PassOptions::min_fusion_elements).
+  Tensor x = random_normal({128, 64}, 11), y = random_normal({128, 64}, 12);
   JitFunction f = jit(TensorFn(chain));
   Tensor want = chain({x, y});
   f({x, y});

@@ -52,6 +52,7 @@ TEST(PassPipeline, OptimisesAStepAndKeepsItsResults) {
   Graph g = s.b.g;
   PassOptions options;
   options.validate = true;
+  options.min_fusion_elements = 0;  // the step's tensors are small: fuse them anyway
   std::vector<PassStats> stats = run_passes(g, options);
   ASSERT_EQ(stats.size(), 6u);
   const char* order[] = {"simplify", "fold", "cse", "dce", "fuse", "dce"};
@@ -87,13 +88,27 @@ TEST(PassPipeline, OptionsTurnPassesOff) {
   EXPECT_EQ(gelus, 2);
 }
 
+// Below the size threshold the pipeline leaves elementwise ops alone: fusing tiny tensors costs
+// more in the fused kernel's set-up than it saves (NOTE [Elementwise fusion]).
+TEST(PassPipeline, TinyTensorsStayUnfusedByDefault) {
+  Step s;
+  build(s);
+  Graph g = s.b.g;
+  std::vector<PassStats> stats = run_passes(g);
+  EXPECT_EQ(stats[4].pass, "fuse");
+  EXPECT_EQ(stats[4].ops_fused, 0);
+  for (const Node& n : g.nodes()) EXPECT_NE(n.op(), OpId::k_fused_elementwise);
+}
+
 TEST(PassPipeline, VerbosePrintsEachPass) {
   Step s;
   build(s);
   Graph g = s.b.g;
   ::setenv("SPORE_GRAPH_VERBOSE", "1", 1);
   ::testing::internal::CaptureStderr();
-  run_passes(g);
+  PassOptions small;
+  small.min_fusion_elements = 0;
+  run_passes(g, small);
   const std::string err = ::testing::internal::GetCapturedStderr();
   ::unsetenv("SPORE_GRAPH_VERBOSE");
   EXPECT_NE(err.find("[graph] simplify"), std::string::npos) << err;

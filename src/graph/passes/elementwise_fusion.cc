@@ -21,9 +21,10 @@ namespace spore::graph {
 
 namespace {
 
-bool fusable(const Graph& g, int i) {
+bool fusable(const Graph& g, int i, int64_t min_elements) {
   const Node& n = g.node(i);
   if (n.num_outputs != 1 || n.def->writes_mask != 0 || !g.subgraphs(i).empty()) return false;
+  if (g.value(g.outputs(n)[0]).meta.shape.numel() < min_elements) return false;
   DType args[3];
   std::span<const ValueId> in = g.inputs(n);
   if (in.size() > 3) return false;
@@ -38,7 +39,8 @@ bool fusable(const Graph& g, int i) {
 
 class Fuser {
  public:
-  explicit Fuser(Graph& g) : g_(g), writers_(writers_of_values(g)), uses_(g.use_counts()) {}
+  Fuser(Graph& g, int64_t min_elements)
+      : g_(g), min_elements_(min_elements), writers_(writers_of_values(g)), uses_(g.use_counts()) {}
 
   PassStats run() {
     PassStats stats = start_stats("fuse", g_);
@@ -46,7 +48,7 @@ class Fuser {
     remove_.assign(n, false);
     taken_.assign(n, false);
     fusable_.resize(n);
-    for (int i = 0; i < n; ++i) fusable_[i] = fusable(g_, i);
+    for (int i = 0; i < n; ++i) fusable_[i] = fusable(g_, i, min_elements_);
     // Roots from the last node back, so each group is as large as it can be; insertions happen
     // at the root, which only shifts nodes already visited.
     for (int r = n - 1; r >= 0; --r) {
@@ -137,6 +139,7 @@ class Fuser {
   }
 
   Graph& g_;
+  int64_t min_elements_;
   std::vector<std::vector<int>> writers_;
   std::vector<int> uses_;
   std::vector<bool> remove_, taken_, fusable_;
@@ -144,8 +147,8 @@ class Fuser {
 
 }  // namespace
 
-PassStats fuse_elementwise(Graph& g) {
-  return Fuser(g).run();
+PassStats fuse_elementwise(Graph& g, int64_t min_elements) {
+  return Fuser(g, min_elements).run();
 }
 
 }  // namespace spore::graph

@@ -22,6 +22,10 @@ struct PassOptions {
   bool dce = true, cse = true, fold_constants = true, simplify = true, fuse = true;
   bool validate = false;  // Graph::validate after each pass (always on in debug builds)
   bool verbose = false;   // print each pass's statistics to stderr (also SPORE_GRAPH_VERBOSE=1)
+  // Elementwise ops whose output has fewer elements stay unfused (NOTE [Elementwise fusion]):
+  // below two of the fused kernel's blocks, its set-up costs more than the memory traffic it
+  // saves (the chapter's regression step, 64x4 tensors, ran 1.5x slower fused).
+  int64_t min_fusion_elements = 4096;
 };
 
 // Each pass: rewrites `g` (which validates before and after) and returns its statistics.
@@ -29,7 +33,8 @@ PassStats eliminate_dead_code(Graph& g);
 PassStats eliminate_common_subexpressions(Graph& g);
 PassStats fold_constants(Graph& g);
 PassStats simplify_algebra(Graph& g);
-PassStats fuse_elementwise(Graph& g);
+// Groups whose output has fewer than `min_elements` elements are left alone.
+PassStats fuse_elementwise(Graph& g, int64_t min_elements = 0);
 
 // The pipeline, in a fixed order (simplify, fold, CSE, DCE, fuse, DCE); one PassStats per pass
 // that ran.

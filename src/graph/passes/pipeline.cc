@@ -39,7 +39,7 @@ std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
   const bool validate = true;
 #endif
   std::vector<PassStats> stats;
-  auto run = [&](bool enabled, PassStats (*pass)(Graph&)) {
+  auto run = [&](bool enabled, auto pass) {
     if (!enabled) return;
     stats.push_back(pass(g));
     if (validate) g.validate();
@@ -49,7 +49,7 @@ std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
   run(options.fold_constants, &fold_constants);
   run(options.cse, &eliminate_common_subexpressions);
   run(options.dce, &eliminate_dead_code);
-  run(options.fuse, &fuse_elementwise);
+  run(options.fuse, [&](Graph& graph) { return fuse_elementwise(graph, options.min_fusion_elements); });
   run(options.dce && options.fuse, &eliminate_dead_code);
   if (options.verbose || graph_verbose()) print_pass_stats(stats, stderr);
   return stats;
