@@ -7,6 +7,7 @@
 
 #include "io/gguf_test_writer.h"
 #include "spore/error.h"
+#include "test_util.h"
 #include "spore/gguf.h"
 
 namespace {
@@ -16,16 +17,7 @@ using spore::GgufFile;
 using spore::GgufType;
 using spore::testing::GgufWriter;
 
-template <class F>
-void expect_error(F&& f, ErrorCode code, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << fragment << "'";
-  } catch (const spore::Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using spore::test::expect_error;  // the suite's one (tests/test_util.h)
 
 std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * 4);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "spore/error.h"
+#include "test_util.h"
 #include "spore/nlp/tokenizer.h"
 
 namespace {
@@ -16,16 +17,7 @@ using spore::ErrorCode;
 using spore::nlp::Tokenizer;
 const std::string kDir = std::string(SPORE_SOURCE_DIR) + "/tests/fixtures/tokenizers/";
 
-template <class F>
-void expect_error(F&& f, ErrorCode code, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << fragment << "'";
-  } catch (const spore::Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using spore::test::expect_error;  // the suite's one (tests/test_util.h)
 
 nlohmann::json tiny_json() {
   std::ifstream in(kDir + "tiny/tokenizer.json");
