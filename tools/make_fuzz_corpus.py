@@ -103,6 +103,10 @@ def main():
         data = open(os.path.join(ir_dir, name), "rb").read()
         put("ir", name + ".sealed", b"\x01" + data[:-32])
         put("ir", name + ".raw", b"\x00" + data)
+    # Reproducers of findings (kept as seeds so the fix stays covered): tests/fuzz/reproducers/ir/.
+    rdir = os.path.join(ROOT, "tests", "fuzz", "reproducers", "ir")
+    for name in sorted(os.listdir(rdir)):
+        copy("ir", os.path.join(rdir, name))
     for target in ["report_show", "report_validate"]:
         for name in ["probe-01_tensor_ops.json", "run-a.json"]:
             copy(target, os.path.join(FIX, "probe", name))

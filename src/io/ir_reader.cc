@@ -19,6 +19,15 @@ namespace fb = spore::ir::fb;
 constexpr flatbuffers::uoffset_t kMaxTables = 10'000'000;
 constexpr flatbuffers::uoffset_t kMaxDepth = 128;
 
+// FlatBuffers 2.0.8's verifier checks a vector's length prefix for alignment but not its 8-byte
+// elements, so a hostile file can place int64 elements at a 4-byte boundary (found by fuzz_ir):
+// they are copied out bytewise, never loaded in place.
+std::vector<int64_t> int64s(const flatbuffers::Vector<int64_t>* v) {
+  std::vector<int64_t> out(v ? v->size() : 0);
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(int64_t));
+  return out;
+}
+
 struct Reader {
   const std::string& label;
   const Tensor& file;  // the whole file as a 1-D uint8 tensor (mapped or copied)
@@ -45,8 +54,9 @@ struct Reader {
     const size_t rank = dims ? dims->size() : 0;
     if (rank > (size_t)kMaxDims) fail(where + " has " + std::to_string(rank) + " dimensions (at most " + std::to_string(kMaxDims) + ")");
     if (symbols && symbols->size() != rank) fail(where + ": " + std::to_string(symbols->size()) + " symbols for " + std::to_string(rank) + " dimensions");
+    const std::vector<int64_t> extents = int64s(dims);
     for (size_t d = 0; d < rank; ++d) {
-      Dim dim{dims->Get((flatbuffers::uoffset_t)d), {}};
+      Dim dim{extents[d], {}};
       if (symbols && symbols->Get((flatbuffers::uoffset_t)d)) dim.symbol = symbols->Get((flatbuffers::uoffset_t)d)->str();
       out.dims.push_back(std::move(dim));
     }
@@ -90,7 +100,7 @@ struct Reader {
       case AttrKind::kFloat: return a.f();
       case AttrKind::kBool: return a.b();
       case AttrKind::kDType: return dtype(a.dtype(), where + " attribute '" + spec.name + "'");
-      case AttrKind::kInts: return a.ints() ? std::vector<int64_t>(a.ints()->begin(), a.ints()->end()) : std::vector<int64_t>{};
+      case AttrKind::kInts: return int64s(a.ints());
       case AttrKind::kString: return a.s() ? a.s()->str() : std::string();
     }
     fail(where + ": bad attribute kind");
