@@ -5,6 +5,7 @@
 #   scripts/install-py-peers.sh nlp      tokenizers, transformers, tiktoken, jinja2 (issue 11 fixtures, bench)
 #   scripts/install-py-peers.sh onnx     onnx, onnxruntime
 #   scripts/install-py-peers.sh llm      llama-cpp-python, gguf
+#   scripts/install-py-peers.sh torch    torch, safetensors (tiny random-weight LLM fixtures, tools/)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib/progress.sh
@@ -18,7 +19,8 @@ for group in "$@"; do
     nlp) pkgs+=(tokenizers transformers tiktoken jinja2 numpy) ;;
     onnx) pkgs+=(onnx onnxruntime numpy) ;;
     llm) pkgs+=(llama-cpp-python gguf numpy) ;;
-    *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm)" >&2; exit 2 ;;
+    torch) pkgs+=(torch safetensors numpy) ;;
+    *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm, torch)" >&2; exit 2 ;;
   esac
 done
 if [ ${#pkgs[@]} -gt 0 ]; then

@@ -1,0 +1,122 @@
+// Generation (NOTE [Generation] in docs/design.md): sampling, stop conditions, streaming text, and
+// an engine that runs several sequences at once over one model and one KV cache: each step
+// batches every active sequence's next chunk (a prefill piece or one decode token) into one
+// forward pass, so the server's continuous batching is this engine driven by a request queue.
+//
+//   auto m = spore::nlp::load_model(spore::nlp::default_model_path(), {.require_tokenizer = true});
+//   spore::nlp::GenerateOptions o;
+//   o.max_tokens = 64;
+//   o.sampling.temperature = 0;  // greedy
+//   auto r = spore::nlp::generate(m, "The capital of France is", o,
+//                                 [](std::string_view text) { std::cout << text << std::flush; });
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "spore/nlp/model.h"
+
+namespace spore::nlp {
+
+struct SamplingOptions {
+  double temperature = 1.0;  // 0: greedy (argmax; ties to the lowest id)
+  int64_t top_k = 0;         // 0: off
+  double top_p = 1.0;        // 1: off
+  double min_p = 0.0;        // 0: off
+  double repetition_penalty = 1.0;  // llama.cpp/HF: logit / p if > 0 else logit * p, seen tokens
+  double presence_penalty = 0.0;    // OpenAI: minus once per distinct seen token
+  double frequency_penalty = 0.0;   // OpenAI: minus per occurrence
+  int64_t penalty_last_n = 64;      // window of seen tokens the penalties look at (-1: all)
+  std::optional<uint64_t> seed;     // fixed: reproducible; else from the clock
+  int64_t top_logprobs = 0;         // > 0: report that many alternatives per token
+};
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+
+struct GenerateOptions {
+  SamplingOptions sampling;
+  int64_t max_tokens = 256;
+  std::vector<std::string> stop;  // stop strings: generation ends before the first match
+  std::vector<int32_t> eos_ids;   // empty: the model's (config, generation_config.json, GGUF)
+  bool ignore_eos = false;
+  bool apply_model_defaults = true;  // start from LoadedModel::generation
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+
+// What one step produced for one sequence.
+struct SequenceEvent {
+  uint64_t sequence = 0;
+  std::optional<int32_t> token;  // the sampled token, if any this step
+  std::string text;              // newly complete UTF-8 text (held back while a stop string may match)
+  float logprob = 0;
+  std::vector<TokenLogprob> top_logprobs;
+  FinishReason finished = FinishReason::kNone;
+};
+
+struct Timings {
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double prompt_ms = 0, first_token_ms = 0, total_ms = 0;
+  double prompt_tokens_per_second() const;
+  double tokens_per_second() const;  // decode
+};
+
+struct EngineOptions {
+  int64_t slots = 1;             // sequences at once
+  int64_t context = 0;           // tokens per slot (0: min(config max, 4096))
+  DType kv_dtype = DType::kFloat16;
+  int64_t prefill_chunk = 512;   // tokens of one prompt per step, so decodes are not stalled
+  std::optional<uint64_t> max_memory;  // bytes; kValue with the figures when the model,
+                                       // cache and scratch would not fit (before allocating)
+};
+
+class Engine {
+ public:
+  Engine(const LoadedModel& model, const EngineOptions& options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a sequence; kValue when the prompt is empty or longer than the context.
+  uint64_t add(std::vector<int32_t> prompt, const GenerateOptions& options);
+  // Runs one batched forward pass over the active sequences (admitting queued ones into free
+  // slots) and returns what each produced; a finished sequence's slot is free again.
+  std::vector<SequenceEvent> step();
+  void cancel(uint64_t sequence);
+  bool idle() const;           // nothing active or queued
+  int64_t active() const;
+  int64_t queued() const;
+  const Timings& timings(uint64_t sequence) const;
+  MemoryReport memory() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct GenerationResult {
+  std::string text;
+  std::vector<int32_t> tokens;
+  FinishReason finish = FinishReason::kNone;
+  Timings timings;
+};
+
+// Encodes `prompt` (the tokenizer's special-token rules), generates on a one-slot engine, and
+// calls on_text with each newly complete piece of text (never a partial UTF-8 character).
+GenerationResult generate(const LoadedModel& model, std::string_view prompt, const GenerateOptions& options,
+                          const std::function<void(std::string_view)>& on_text = {});
+// The same from token ids.
+GenerationResult generate_ids(const LoadedModel& model, std::vector<int32_t> prompt, const GenerateOptions& options,
+                              const std::function<void(std::string_view)>& on_text = {});
+
+}  // namespace spore::nlp
