@@ -38,6 +38,16 @@ struct Value {
   std::string name;     // optional: inputs, captured tensors, constants (dumps, the IR)
 };
 
+// What one graph pass did (src/graph/passes/): JitStats::last_passes holds one per pass of the
+// last compile, and verbose compiles print them.
+struct PassStats {
+  std::string pass;
+  int nodes_before = 0, nodes_after = 0;
+  int nodes_removed = 0;
+  int ops_fused = 0;        // nodes folded into fused nodes
+  int64_t bytes_saved = 0;  // intermediate bytes no longer written to memory
+};
+
 class Graph {
  public:
   // ---- building ----

@@ -53,6 +53,8 @@ struct JitStats {
   int64_t planned_peak_bytes = 0;                 // of the last compiled graph's intermediates
   int64_t unplanned_peak_bytes = 0;               // the same values, each in a buffer of its own while live
   int in_place = 0;                               // outputs written over an input's buffer
+  std::vector<graph::PassStats> last_passes;      // of the last compile, one per pass run (empty
+                                                  // when JitOptions::optimize is off)
 };
 
 // Copies share one cache. One thread at a time may call it; the Cells, Parameters, optimizers

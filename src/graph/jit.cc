@@ -150,17 +150,20 @@ Entry compile(JitFunction::State& st, const std::vector<Tensor>& inputs, const S
     std::vector<graph::PassStats> passes = graph::run_passes(*g);
     g->validate();
     std::vector<graph::AttrBinding> moved = tr.bindings;
+    st.stats.last_passes.clear();
     if (remap_bindings(tr.graph, *g, moved)) {
       tr.bindings = std::move(moved);
+      st.stats.last_passes = passes;
     } else {
       // A pass merged or rewrote a node whose attributes come from host state: run unoptimised.
       g = std::make_shared<graph::Graph>(tr.graph);
     }
-    if (st.options.verbose)
-      for (const graph::PassStats& p : passes)
-        std::fprintf(stderr, "%s: %s: %d -> %d nodes, %d removed, %d fused, %lld bytes saved\n", name.c_str(),
-                     p.pass.c_str(), p.nodes_before, p.nodes_after, p.nodes_removed, p.ops_fused,
-                     (long long)p.bytes_saved);
+    if (st.options.verbose) {
+      std::fprintf(stderr, "%s:\n", name.c_str());
+      graph::print_pass_stats(passes, stderr);
+    }
+  } else {
+    st.stats.last_passes.clear();
   }
   dump_to_env_dir(*g, name, index, "after");
   e.exe = std::make_unique<graph::Executable>(g, inputs, std::move(tr.bindings), std::move(tr.effects),

@@ -189,6 +189,7 @@ TEST(Jit, MemoryPlanReusesBuffersAndWritesInPlace) {
   EXPECT_EQ(bytes(f.call1({x, y})), bytes(want));
   EXPECT_EQ(bytes(f.call1({x, y})), bytes(want));
   const JitStats& s = f.stats();
+  EXPECT_TRUE(s.last_passes.empty());  // optimize off: no pass ran
   EXPECT_GT(s.in_place, 10);
   EXPECT_LE(s.planned_peak_bytes, 2 * 64 * 32 * 4);
   EXPECT_GE(s.unplanned_peak_bytes, 2 * 64 * 32 * 4);
@@ -216,6 +217,25 @@ TEST(Jit, ThePassesFuseTheChainAndKeepItsBytes) {
   EXPECT_EQ(fused, 1) << graph::dump(*f.last_graph());
   EXPECT_EQ(elementwise, 0) << graph::dump(*f.last_graph());
   EXPECT_LT(f.stats().nodes_compiled, f.stats().nodes_traced);
+  // The pass statistics say the same: fusion folded the 20 elementwise nodes (6 x mul, add, relu,
+  // then neg and exp) into one, the node counts chain from pass to pass, and the last pass ends
+  // at the compiled size.
+  const std::vector<graph::PassStats>& passes = f.stats().last_passes;
+  ASSERT_FALSE(passes.empty());
+  int ops_fused = 0;
+  int64_t bytes_saved = 0;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    if (i > 0) {
+      EXPECT_EQ(passes[i].nodes_before, passes[i - 1].nodes_after) << passes[i].pass;
+    }
+    EXPECT_EQ(passes[i].nodes_removed, passes[i].nodes_before - passes[i].nodes_after) << passes[i].pass;
+    ops_fused += passes[i].ops_fused;
+    bytes_saved += passes[i].bytes_saved;
+  }
+  EXPECT_EQ(passes.front().nodes_before, f.stats().nodes_traced);
+  EXPECT_EQ(passes.back().nodes_after, f.stats().nodes_compiled);
+  EXPECT_EQ(ops_fused, 20);
+  EXPECT_GT(bytes_saved, 0);
 }
 
 TEST(MemoryPlan, ViewsKeepTheirBaseAliveAndGraphOutputsAreNotPlanned) {

@@ -10,14 +10,6 @@
 
 namespace spore::graph {
 
-struct PassStats {
-  std::string pass;
-  int nodes_before = 0, nodes_after = 0;
-  int nodes_removed = 0;
-  int ops_fused = 0;        // nodes folded into fused nodes
-  int64_t bytes_saved = 0;  // intermediate bytes no longer written to memory
-};
-
 struct PassOptions {
   bool dce = true, cse = true, fold_constants = true, simplify = true, fuse = true;
   bool validate = false;  // Graph::validate after each pass (always on in debug builds)
