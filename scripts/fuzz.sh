@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the `fuzz` preset (clang, libFuzzer, AddressSanitizer + UBSan) and runs each fuzz target
+# Builds the fuzz targets (in build/asan when the asan preset has them, else the `fuzz` preset;
+# clang, libFuzzer, AddressSanitizer + UBSan either way) and runs each fuzz target
 # for a bounded time on a scratch copy of its committed seed corpus (tests/fuzz/corpus/<target>/,
 # left untouched). Fails on any finding: a crash, a sanitizer report, a leak, a timeout or an
-# input over the memory limit. Reproducers are kept in build/fuzz/findings/<target>/.
+# input over the memory limit. Reproducers are kept in build/fuzz-findings/<target>/.
 #
 #   bash scripts/fuzz.sh [seconds-per-target] [target ...]     (default: 30 s, every target)
 #   bash scripts/fuzz.sh 120                                   the long run of docs/fuzzing.md
@@ -21,22 +22,28 @@ if ! command -v clang++ >/dev/null 2>&1; then
   echo "fuzz: skipped: clang++ is not installed"
   exit 0
 fi
-cmake --preset fuzz >/dev/null
-if ! grep -q '^SPORE_LIBFUZZER_LINKS:INTERNAL=1' build/fuzz/CMakeCache.txt; then
-  echo "fuzz: skipped: clang cannot link -fsanitize=fuzzer here (libclang-rt-14-dev missing?)"
-  exit 0
+# The asan preset (clang) builds the targets with the suite, instrumented the same way, so
+# scripts/test.sh compiles the sanitized tree once; the fuzz preset is the stand-alone way.
+fuzz_dir=build/asan
+if ! grep -qs '^SPORE_LIBFUZZER_LINKS:INTERNAL=1' "$fuzz_dir/CMakeCache.txt"; then
+  fuzz_dir=build/fuzz
+  cmake --preset fuzz >/dev/null
+  if ! grep -q '^SPORE_LIBFUZZER_LINKS:INTERNAL=1' build/fuzz/CMakeCache.txt; then
+    echo "fuzz: skipped: clang cannot link -fsanitize=fuzzer here (libclang-rt-14-dev missing?)"
+    exit 0
+  fi
 fi
-cmake --build --preset fuzz -j"${SPORE_FUZZ_JOBS:-2}" | tail -3
+cmake --build "$fuzz_dir" --target fuzz_targets -j"${SPORE_FUZZ_JOBS:-2}" | tail -3
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-findings=build/fuzz/findings
+findings=build/fuzz-findings
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 failed=()
 printf '%-18s %12s %10s %8s  %s\n' target executions exec/s corpus result
 for t in "${targets[@]}"; do
-  bin=build/fuzz/tests/fuzz/fuzz_$t
+  bin=$fuzz_dir/tests/fuzz/fuzz_$t
   [ -x "$bin" ] || { echo "fuzz: no target '$t' (known: ${all[*]})"; exit 2; }
   mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
   cp -r tests/fuzz/corpus/"$t"/. "$work/$t/corpus/" 2>/dev/null || true

@@ -11,4 +11,4 @@ if [ "${SPORE_SKIP_ASAN:-0}" != 1 ]; then
   bash scripts/build.sh asan
   test_preset asan
 fi
-bash scripts/fuzz.sh 30
+bash scripts/fuzz.sh 20
