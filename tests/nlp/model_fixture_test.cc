@@ -23,7 +23,7 @@ TEST_P(FixtureTest, LogitsMatchTransformers) {
     nlp::SequenceChunk c{0, 0, ref.prompts[i], /*all_logits=*/true};
     const Tensor logits = m.lm->forward({&c, 1}, *cache);
     const Tensor& want = ref.logits.at("logits_" + std::to_string(i));
-    EXPECT_LT(max_abs_diff(logits, want), 1e-4) << family << (gguf ? " gguf" : " hf") << " prompt " << i;
+    EXPECT_LT(logits_diff(logits, want), 1e-4) << family << (gguf ? " gguf" : " hf") << " prompt " << i;
   }
 }
 
@@ -45,7 +45,7 @@ TEST_P(FixtureTest, Float16CacheIsClose) {
   EXPECT_EQ(cache->nbytes(), m.lm->kv_bytes_per_token() * (uint64_t)cache->context());
   nlp::SequenceChunk c{0, 0, ref.prompts[0], true};
   const Tensor logits = m.lm->forward({&c, 1}, *cache);
-  const double d = max_abs_diff(logits, ref.logits.at("logits_0"));
+  const double d = logits_diff(logits, ref.logits.at("logits_0"));
   EXPECT_LT(d, 5e-2);
   EXPECT_GT(d, 0.0);  // the rounding is real: this is not the float32 path
 }
