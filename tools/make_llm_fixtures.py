@@ -144,7 +144,9 @@ def llama3_rope_factors(cfg):
     return np.array(out, dtype=np.float32)
 
 
-def write_gguf(path, family, cfg, state):
+def write_gguf(path, family, cfg, state, qtype=None):
+    """qtype None: every tensor F32; else 2-D weights as "F16" or "Q8_0" (norms stay F32, as
+    llama.cpp's quantizer keeps them)."""
     w = gguf.GGUFWriter(str(path), family)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     if family == "minicpm3":
@@ -160,7 +162,8 @@ def write_gguf(path, family, cfg, state):
     theta = getattr(cfg, "rope_theta", None) or cfg.rope_parameters["rope_theta"]
     w.add_rope_freq_base(theta)
     w.add_vocab_size(cfg.vocab_size)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type({None: gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
+                     "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
     if family == "llama":
         w.add_rope_dimension_count(head_dim)
     if family == "qwen3":
@@ -188,11 +191,57 @@ def write_gguf(path, family, cfg, state):
         tensors.insert(0, ("rope_factors_long.weight", np.array(rs["long_factor"], dtype=np.float32)))
         tensors.insert(0, ("rope_factors_short.weight", np.array(rs["short_factor"], dtype=np.float32)))
     for name, a in tensors:
-        w.add_tensor(name, a)
+        if qtype == "F16" and a.ndim == 2:
+            w.add_tensor(name, a.astype(np.float16))
+        elif qtype == "Q8_0" and a.ndim == 2:
+            w.add_tensor(name, gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0),
+                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            w.add_tensor(name, a)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+# Which fixtures also get a GGUF with 2-D weights in a kernel format (matmul_q and the quantized
+# embedding path), and the logits of the same model with its weights rounded to that format
+# (transformers in float32 on the rounded weights): reference_<type>.safetensors. For Q8_0 the
+# reference also rounds every linear layer's input the way the kernel does (NOTE [Quantized
+# kernels]: q8 blocks of 32 along the row, d = amax / 127, q = round(x / d)), so the comparison
+# stays tight instead of hiding errors under the activations' rounding.
+QUANTIZED = {"qwen2": "F16", "llama": "Q8_0"}
+
+
+def round_weight(a, qtype):
+    if qtype == "F16":
+        return a.astype(np.float16).astype(np.float32)
+    return gguf.quants.dequantize(gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0),
+                                  gguf.GGMLQuantizationType.Q8_0).astype(np.float32)
+
+
+def write_quantized(out, family, cfg, model, state, qtype):
+    write_gguf(out / f"model-{qtype.lower()}.gguf", family, cfg, state, qtype)
+    rounded = {k: torch.from_numpy(round_weight(v.numpy(), qtype)) if v.ndim == 2 else v for k, v in state.items()}
+    model.load_state_dict(rounded, strict=False)  # tied heads follow the rounded embedding
+    plain = torch.nn.Linear.forward
+
+    def q8_input(self, x):
+        blocks = x.reshape(*x.shape[:-1], x.shape[-1] // 32, 32)
+        d = blocks.abs().amax(dim=-1, keepdim=True) / 127
+        q = torch.where(d > 0, torch.round(blocks / torch.where(d > 0, d, 1)), 0)
+        return plain(self, (q * d).reshape(x.shape))
+
+    if qtype == "Q8_0":
+        torch.nn.Linear.forward = q8_input
+    logits = {}
+    try:
+        for i, p in enumerate(PROMPTS):
+            with torch.no_grad():
+                logits[f"logits_{i}"] = model(torch.tensor([p])).logits[0].contiguous()
+    finally:
+        torch.nn.Linear.forward = plain
+    save_file(logits, str(out / f"reference_{qtype.lower()}.safetensors"))
 
 
 def make(family, seed):
@@ -223,6 +272,8 @@ def make(family, seed):
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     write_gguf(out / "model.gguf", family, cfg, state)
+    if family in QUANTIZED:
+        write_quantized(out, family, cfg, model, state, QUANTIZED[family])
     sizes = {f.name: f.stat().st_size for f in sorted(out.rglob("*")) if f.is_file()}
     print(family, "greedy", cont, "margin %.4f" % margin, sizes)
 
