@@ -278,6 +278,42 @@ def make(family, seed):
     print(family, "greedy", cont, "margin %.4f" % margin, sizes)
 
 
+def write_bad_ggufs():
+    """tests/fixtures/llm/bad/: tiny broken GGUFs (a few hundred bytes) for the error tests."""
+    out = ROOT / "bad"
+    out.mkdir(exist_ok=True)
+    V, H, F = 8, 4, 8
+
+    def header(path, skip_key=None):
+        w = gguf.GGUFWriter(str(path), "llama")
+        keys = {"context_length": 16, "embedding_length": H, "block_count": 1, "feed_forward_length": F,
+                "head_count": 2, "head_count_kv": 1}
+        for k, v in keys.items():
+            if k != skip_key:
+                getattr(w, "add_" + k)(v)
+        w.add_layer_norm_rms_eps(1e-5)
+        return w
+
+    def finish(w, tensors):
+        for name, a in tensors:
+            w.add_tensor(name, a)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+    z = lambda *shape: np.zeros(shape, dtype=np.float32)
+    good = [("token_embd.weight", z(V, H)), ("output_norm.weight", z(H)), ("blk.0.attn_norm.weight", z(H)),
+            ("blk.0.ffn_norm.weight", z(H)), ("blk.0.attn_q.weight", z(H, H)), ("blk.0.attn_k.weight", z(2, H)),
+            ("blk.0.attn_v.weight", z(2, H)), ("blk.0.attn_output.weight", z(H, H)),
+            ("blk.0.ffn_gate.weight", z(F, H)), ("blk.0.ffn_up.weight", z(F, H)), ("blk.0.ffn_down.weight", z(H, F))]
+    finish(header(out / "missing_key.gguf", skip_key="block_count"), good)
+    finish(header(out / "missing_tensor.gguf"), [t for t in good if t[0] != "blk.0.ffn_up.weight"])
+    finish(header(out / "bad_shape.gguf"), [(n, z(F, H + 1) if n == "blk.0.ffn_gate.weight" else a) for n, a in good])
+    finish(header(out / "ok.gguf"), good)
+
+
 if __name__ == "__main__":
     for k, fam in enumerate(FAMILIES):
         make(fam, 1000 + k)
+    write_bad_ggufs()

@@ -341,7 +341,11 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
   c.tie_word_embeddings = !has_output;
   c.attention_bias = has_bias;
   c.qk_norm = fam->qk_norm;
-  if (g.contains("tokenizer.ggml.bos_token_id")) c.bos_id = static_cast<int32_t>(g.get_int("tokenizer.ggml.bos_token_id"));
+  if (g.contains("tokenizer.ggml.bos_token_id")) {
+    const int64_t id = g.get_int("tokenizer.ggml.bos_token_id");
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) fail(src, "tokenizer.ggml.bos_token_id is out of range");
+    c.bos_id = static_cast<int32_t>(id);
+  }
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"})
     if (g.contains(key)) {
       const int64_t id = g.get_int(key);
@@ -350,7 +354,6 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
       for (int32_t e : c.eos_ids) seen |= e == id;
       if (!seen) c.eos_ids.push_back(static_cast<int32_t>(id));
     }
-  if (c.bos_id && *c.bos_id < 0) fail(src, "tokenizer.ggml.bos_token_id is negative");
   validate_config(c);
   return c;
 }

@@ -207,3 +207,26 @@ TEST(ModelLock, MismatchRefusedUnlessOverridden) {
 
 }  // namespace
 }  // namespace spore::test::llm
+
+namespace spore::test::llm {
+namespace {
+
+// Broken GGUFs (tools/make_llm_fixtures.py, tests/fixtures/llm/bad/): the key, tensor or shape named.
+TEST(ModelErrors, BadGguf) {
+  const fs::path d = fs::path(SPORE_SOURCE_DIR) / "tests" / "fixtures" / "llm" / "bad";
+  const auto ok = nlp::load_model(d / "ok.gguf");
+  EXPECT_TRUE(ok.lm->config().tie_word_embeddings);
+  EXPECT_EQ(ok.lm->config().vocab_size, 8);  // from token_embd's rows (no llama.vocab_size key)
+  EXPECT_FALSE(ok.tokenizer.has_value());
+  expect_error([&] { nlp::load_model(d / "missing_key.gguf"); }, ErrorCode::kFormat, "llama.block_count");
+  expect_error([&] { nlp::load_model(d / "missing_tensor.gguf"); }, ErrorCode::kFormat, "blk.0.ffn_up.weight",
+               "missing_tensor.gguf");
+  expect_error([&] { nlp::load_model(d / "bad_shape.gguf"); }, ErrorCode::kShape, "blk.0.ffn_gate.weight", "[8, 5]",
+               "[8, 4]");
+  nlp::LoadOptions o;
+  o.require_tokenizer = true;
+  expect_error([&] { nlp::load_model(d / "ok.gguf", o); }, ErrorCode::kFormat, "no tokenizer");
+}
+
+}  // namespace
+}  // namespace spore::test::llm
