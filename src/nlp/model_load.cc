@@ -119,7 +119,7 @@ LoadedModel load_model(const fs::path& path, const LoadOptions& options) {
       } catch (const Error& e) {
         // A tokenizer_config.json without a chat_template is common (base models); anything
         // else wrong with a template is the user's to see.
-        if (fs::exists(path / "chat_template.jinja", ec) || std::string(e.what()).find("chat_template") == std::string::npos)
+        if (fs::exists(path / "chat_template.jinja", ec) || std::string(e.what()).find("has no \"chat_template\"") == std::string::npos)
           throw;
       }
     }

@@ -230,3 +230,28 @@ TEST(ModelErrors, BadGguf) {
 
 }  // namespace
 }  // namespace spore::test::llm
+
+namespace spore::test::llm {
+namespace {
+
+// A tokenizer_config.json without a chat template (base models) is no error; a broken one is.
+TEST(ModelLoad, ChatTemplateOptionalButChecked) {
+  const auto dir = scratch_copy("qwen2", "template");
+  write_text(dir / "tokenizer_config.json", R"({"bos_token": "<s>", "eos_token": "</s>"})");
+  EXPECT_FALSE(nlp::load_model(dir).chat_template.has_value());
+  write_text(dir / "tokenizer_config.json", R"({"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"})");
+  EXPECT_TRUE(nlp::load_model(dir).chat_template.has_value());
+  write_text(dir / "tokenizer_config.json", R"({"chat_template": 7})");
+  expect_error([&] { nlp::load_model(dir); }, ErrorCode::kFormat, "chat_template");
+  write_text(dir / "generation_config.json", R"({"do_sample": true, "temperature": 0.7, "top_k": 20, "top_p": 0.8})");
+  fs::remove(dir / "tokenizer_config.json");
+  const auto m = nlp::load_model(dir);
+  EXPECT_EQ(m.generation.temperature, 0.7);
+  EXPECT_EQ(m.generation.top_k, 20);
+  EXPECT_EQ(m.generation.top_p, 0.8);
+  EXPECT_FALSE(m.generation.min_p.has_value());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace spore::test::llm
