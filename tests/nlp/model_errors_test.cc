@@ -255,3 +255,49 @@ TEST(ModelLoad, ChatTemplateOptionalButChecked) {
 
 }  // namespace
 }  // namespace spore::test::llm
+
+#include "nlp/model_internal.h"
+
+namespace spore::test::llm {
+namespace {
+
+// The rope tables against their closed forms (HF's _compute_*_parameters): linear divides every
+// frequency; LongRoPE divides by the short factors up to the original context and by the long
+// ones past it, with cos/sin scaled by sqrt(1 + ln(factor) / ln(original)).
+TEST(ModelConfig, RopeTables) {
+  nlohmann::json j = read_json(fixture_model("qwen3", false) / "config.json");
+  j.erase("rope_parameters");
+  j["rope_theta"] = 10000.0;
+  const auto plain = nlp::config_from_json(j, "plain");
+  double s = 0;
+  const auto base = nlp::rope_inv_freq(plain, 64, &s);
+  ASSERT_EQ(base.size(), 8u);  // head_dim 16
+  EXPECT_FLOAT_EQ(base[1], (float)std::pow(10000.0, -2.0 / 16));
+  EXPECT_EQ(s, 1.0);
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+  const auto lin = nlp::rope_inv_freq(nlp::config_from_json(j, "linear"), 64, &s);
+  for (size_t i = 0; i < base.size(); ++i) EXPECT_FLOAT_EQ(lin[i], base[i] / 4);
+
+  nlohmann::json m = read_json(fixture_dir("configs") / "minicpm3-4b" / "config.json");
+  m["max_position_embeddings"] = 65536;  // twice the original: factor 2
+  for (auto& f : m["rope_scaling"]["long_factor"]) f = f.get<double>() * 2;  // (the real ones equal the short)
+  const auto c = nlp::config_from_json(m, "minicpm3");
+  EXPECT_EQ(c.head_dim, 96);
+  EXPECT_EQ(c.rope_dim, 32);
+  EXPECT_EQ(c.v_head_dim, 64);  // hidden / heads
+  EXPECT_TRUE(c.tie_word_embeddings);  // MiniCPM3's class default
+  const auto shrt = nlp::rope_inv_freq(c, 1000, &s);
+  const double want_scale = std::sqrt(1 + std::log(2.0) / std::log(32768.0));
+  EXPECT_NEAR(s, want_scale, 1e-12);
+  const auto lng = nlp::rope_inv_freq(c, 40000, &s);
+  const auto& sf = c.rope_scaling.short_factor;
+  const auto& lf = c.rope_scaling.long_factor;
+  for (size_t i = 0; i < shrt.size(); ++i) {
+    const double b = std::pow(10000.0, -2.0 * (double)i / 32);
+    EXPECT_NEAR(shrt[i], b / sf[i], 1e-7 * b);
+    EXPECT_NEAR(lng[i], b / lf[i], 1e-7 * b);
+  }
+}
+
+}  // namespace
+}  // namespace spore::test::llm
