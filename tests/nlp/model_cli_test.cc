@@ -24,7 +24,10 @@ std::string run(const std::string& cmd, int* status) {
 
 std::string ids_arg(const std::vector<int32_t>& ids) {
   std::string s;
-  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  for (int32_t id : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(id);
+  }
   return s;
 }
 
