@@ -154,8 +154,10 @@ void bind_tensor(py::module_& m) {
       .value("bfloat16", DType::kBFloat16)
       .value("float32", DType::kFloat32)
       .value("float64", DType::kFloat64);
-  dt.def("__repr__", [](DType t) { return dtype_display(t); });
-  dt.def("__str__", [](DType t) { return dtype_display(t); });
+  // MindSpore prints dtypes as Float32, Float16, ...; replaced, not overloaded (pybind's enum
+  // __repr__ would be tried first).
+  dt.attr("__repr__") = py::cpp_function([](DType t) { return dtype_display(t); }, py::is_method(dt));
+  dt.attr("__str__") = py::cpp_function([](DType t) { return dtype_display(t); }, py::is_method(dt));
   dt.def_property_readonly("itemsize", [](DType t) { return dtype_size(t); });
   dt.def_property_readonly("name", [](DType t) { return std::string(dtype_name(t)); });
   dt.def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); });
