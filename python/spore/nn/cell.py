@@ -95,6 +95,7 @@ class Cell:
             yield full, p
         if self._native is not None:
             for name, p in self._native.named_parameters():
+                p.name = prefix + name
                 yield prefix + name, p
         if expand:
             for name, c in self._cells.items():
