@@ -31,8 +31,10 @@ std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr
 }  // namespace
 
 std::optional<DType> dtype_from_numpy(const py::dtype& dt) {
-  const char kind = dt.kind();
-  const auto size = dt.itemsize();
+  // Read through Python attributes, not pybind11's view of the descriptor struct, whose layout
+  // changed in NumPy 2 (pybind11 2.10, Debian's, reads the NumPy 1 layout).
+  const char kind = py::str(dt.attr("kind")).cast<std::string>()[0];
+  const auto size = dt.attr("itemsize").cast<py::ssize_t>();
   switch (kind) {
     case 'b': return DType::kBool;
     case 'i':
@@ -136,13 +138,13 @@ Tensor tensor_from_object(py::handle data, std::optional<DType> dtype, bool shar
     throw Error(ErrorCode::kValue, std::string(what) + ": cannot make a tensor from this " + type_name(data) +
                                        ": " + e.what());
   }
-  if (a.dtype().kind() == 'O' || a.dtype().kind() == 'U' || a.dtype().kind() == 'S')
+  if (const char k = py::str(a.dtype().attr("kind")).cast<std::string>()[0]; k == 'O' || k == 'U' || k == 'S')
     throw Error(ErrorCode::kShape, std::string(what) + ": the " + type_name(data) +
                                        " is ragged or holds non-numbers (NumPy made an array of dtype " +
                                        std::string(py::str(a.dtype())) + "); every row needs the same length");
   if (!dtype && !py::isinstance<py::array>(data) && !py::hasattr(data, "dtype")) {
     // A list: floats become float32 as MindSpore's Tensor([1.0]) does.
-    const char k = a.dtype().kind();
+    const char k = py::str(a.dtype().attr("kind")).cast<std::string>()[0];
     if (k == 'f') dtype = DType::kFloat32;
     if (k == 'i' || k == 'u') dtype = DType::kInt64;
     if (fallback) dtype = fallback;
