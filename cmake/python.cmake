@@ -22,13 +22,15 @@ if(Python3_FOUND)
     endif()
   endif()
   find_package(pybind11 2.10 CONFIG QUIET)
-  if(pybind11_FOUND)
+  # Sanitized builds (asan, fuzz) are off by default: an ASan-instrumented extension cannot be
+  # loaded by an uninstrumented interpreter (the ASan runtime must come first in the process).
+  if(pybind11_FOUND AND NOT SPORE_SANITIZE AND NOT SPORE_FUZZ)
     set(SPORE_PYTHON_DEFAULT ON)
   endif()
 endif()
 option(SPORE_PYTHON "Build the Python modules spore and spore_lite (needs pybind11 and Python 3 headers)"
        ${SPORE_PYTHON_DEFAULT})
-if(SPORE_PYTHON AND NOT SPORE_PYTHON_DEFAULT)
+if(SPORE_PYTHON AND NOT (Python3_FOUND AND pybind11_FOUND))
   message(FATAL_ERROR "SPORE_PYTHON is ON but Python 3 development files or pybind11 were not found "
                       "(install python3-dev and pybind11-dev: bash scripts/install-deps.sh)")
 endif()

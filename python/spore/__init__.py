@@ -36,6 +36,8 @@ from .autograd import value_and_grad, grad, no_grad  # noqa: E402
 from .jit import jit  # noqa: E402
 from .serialization import save_checkpoint, load_checkpoint, load_param_into_net, export  # noqa: E402
 
+ParameterTuple = tuple  # MindSpore's ParameterTuple(net.trainable_params()) is a tuple of Parameters here
+
 __all__ = ["Tensor", "Parameter", "dtype", "set_context", "get_context", "PYNATIVE_MODE", "GRAPH_MODE",
            "ops", "nn", "dataset", "value_and_grad", "grad", "jit", "save_checkpoint", "load_checkpoint",
            "load_param_into_net", "export", "SporeError", "bool_", "int8", "uint8", "int32", "int64",

@@ -218,3 +218,12 @@ def test_graph_mode_python_cell_is_compiled_and_trains_the_same():
     graph, net = train(ms.GRAPH_MODE)
     np.testing.assert_allclose(graph, eager, rtol=1e-5)
     assert net._graph_fn is not None and net._graph_fn.hits >= 1
+
+
+def test_with_loss_and_train_one_step_cells():
+    x = Tensor(RNG.normal(size=(16, 4)).astype(np.float32))
+    y = Tensor(np.ones((16, 1), np.float32))
+    net = nn.Dense(4, 1)
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()), nn.SGD(net.trainable_params(), 0.1))
+    losses = [float(step(x, y)) for _ in range(20)]
+    assert losses[-1] < losses[0] / 4

@@ -188,3 +188,41 @@ class CellList(Cell):
 
     def __iter__(self):
         return iter(self._cells.values())
+
+
+class WithLossCell(Cell):
+    """backbone + loss: construct(data, label) = loss_fn(backbone(data), label)."""
+
+    def __init__(self, backbone, loss_fn):
+        super().__init__()
+        self._backbone = backbone
+        self._loss_fn = loss_fn
+
+    def construct(self, data, label):
+        return self._loss_fn(self._backbone(data), label)
+
+    @property
+    def backbone_network(self):
+        return self._backbone
+
+
+class TrainOneStepCell(Cell):
+    """One training step per call: the loss of network(*inputs), its gradients with respect to the
+    optimizer's parameters, and the optimizer's update; returns the loss."""
+
+    def __init__(self, network, optimizer, sens=None):
+        super().__init__()
+        from ..autograd import value_and_grad
+        if sens is not None:
+            raise NotImplementedError("TrainOneStepCell: sens is not supported")
+        self.network = network
+        object.__setattr__(self, "optimizer", optimizer)
+        object.__setattr__(self, "_grad_fn", value_and_grad(network, None, optimizer.parameters))
+
+    def construct(self, *inputs):
+        loss, grads = self._grad_fn(*inputs)
+        self.optimizer(grads)
+        return loss
+
+    def __call__(self, *inputs):
+        return self.construct(*inputs)  # the step itself is never compiled as one forward
