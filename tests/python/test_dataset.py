@@ -114,3 +114,20 @@ def test_bad_arguments():
         GeneratorDataset(gen(), ["a", "b"]).map("not callable")
     with pytest.raises(TypeError):
         GeneratorDataset(42, ["a"])
+
+
+def test_leaving_a_pass_early_with_busy_workers_does_not_hang():
+    import time
+
+    def slow(a):
+        time.sleep(0.002)
+        return a
+
+    ds = GeneratorDataset(gen(200), ["a", "b"]).map(slow, ["a"], num_parallel_workers=4)
+    for _ in range(3):
+        for i, _row in enumerate(ds):
+            if i == 5:
+                break  # the pass is dropped here, its workers mid-call
+    it = iter(ds)
+    next(it)
+    del it

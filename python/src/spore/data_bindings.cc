@@ -58,23 +58,38 @@ auto with_python(F&& f) -> decltype(f()) {
 
 py::object out_value(const Tensor& t, bool numpy) { return numpy ? py::object(tensor_to_array(t)) : py::cast(t); }
 
+// A pass over a pipeline as Python holds it. Ending a pass stops and joins the map workers, which
+// may be waiting for the GIL to call a Python function: the GIL is released while they stop, or a
+// loop left early (break, an exception) would deadlock the interpreter.
+struct PyPass {
+  std::unique_ptr<data::TupleIterator> it;
+  explicit PyPass(data::TupleIterator i) : it(std::make_unique<data::TupleIterator>(std::move(i))) {}
+  PyPass(PyPass&&) = default;
+  ~PyPass() {
+    if (it && Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release nogil;
+      it.reset();
+    }
+  }
+};
+
 }  // namespace
 
 void bind_data(py::module_& root) {
   py::module_ m = root.def_submodule("data", "the dataset pipeline (spore::data)");
-  py::class_<data::TupleIterator>(m, "TupleIterator", py::module_local())
-      .def("next", [](data::TupleIterator& it, bool numpy) -> py::object {
+  py::class_<PyPass>(m, "TupleIterator", py::module_local())
+      .def("next", [](PyPass& p, bool numpy) -> py::object {
         std::optional<data::Row> row;
         {
           py::gil_scoped_release nogil;
-          row = it.next();
+          row = p.it->next();
         }
         if (!row) return py::none();
         py::list out;
         for (const Tensor& t : *row) out.append(out_value(t, numpy));
         return out;
       }, py::arg("output_numpy") = false)
-      .def_property_readonly("column_names", &data::TupleIterator::column_names);
+      .def_property_readonly("column_names", [](const PyPass& p) { return p.it->column_names(); });
 
   py::class_<data::Dataset>(m, "Dataset", py::module_local())
       .def("map", [](const data::Dataset& d, py::function f, std::vector<std::string> in, std::vector<std::string> out,
@@ -93,7 +108,7 @@ void bind_data(py::module_& root) {
       .def("batch", &data::Dataset::batch, py::arg("batch_size"), py::arg("drop_remainder") = false)
       .def("repeat", &data::Dataset::repeat, py::arg("count") = -1)
       .def("project", &data::Dataset::project, py::arg("columns"))
-      .def("create_tuple_iterator", &data::Dataset::create_tuple_iterator)
+      .def("create_tuple_iterator", [](const data::Dataset& d) { return PyPass(d.create_tuple_iterator()); })
       .def("get_dataset_size", &data::Dataset::get_dataset_size)
       .def_property_readonly("column_names", &data::Dataset::column_names)
       .def("describe", &data::Dataset::describe);
