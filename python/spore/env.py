@@ -59,11 +59,7 @@ def main(argv=None):
     print(f"spore_lite        {report.get('spore_lite_module')}")
     print(f"numpy             {report['numpy']['version']} from {report['numpy']['path']}")
     print()
-    print(text.rstrip())
-    print()
-    print(f"shared libraries loaded in this process ({len(report['shared_libraries'])}):")
-    for p in report["shared_libraries"]:
-        print(f"  {p}")
+    print(text.rstrip())  # ends with every shared library loaded in this process, by path
     return 0
 
 
