@@ -57,6 +57,10 @@ CASES = [
     ("log_softmax", lambda: ops.log_softmax(Tensor(X), 1), lambda: np.log(softmax(X.astype(np.float64), 1))),
     ("mse_loss", lambda: ops.mse_loss(Tensor(X), Tensor(Y)), lambda: np.mean((X - Y) ** 2)),
     ("l1_loss sum", lambda: ops.l1_loss(Tensor(X), Tensor(Y), "sum"), lambda: np.abs(X - Y).sum()),
+    ("slice_scatter", lambda: ops.slice_scatter(Tensor(X), Tensor(np.zeros((2, 3, 2), np.float32)), 2, 1, 3),
+     lambda: np.concatenate([X[:, :, :1], np.zeros((2, 3, 2)), X[:, :, 3:]], 2)),
+    ("rms_norm", lambda: ops.rms_norm(Tensor(X), Tensor(P[0, 0]), 1e-6),
+     lambda: X / np.sqrt((X.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * P[0, 0]),
     ("zeros", lambda: ops.zeros((2, 3), ms.int32), lambda: np.zeros((2, 3))),
     ("full", lambda: ops.full((2,), 1.5), lambda: np.full(2, 1.5)),
     ("arange", lambda: ops.arange(1, 7, 2), lambda: np.arange(1, 7, 2)),
@@ -104,9 +108,15 @@ def test_every_mindspore_name_is_there():
              "stack", "split", "chunk", "slice", "gather", "gather_elements", "index_select", "embedding",
              "tensor_scatter_elements", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "softmax",
              "log_softmax", "zeros", "ones", "full", "fill", "zeros_like", "ones_like", "arange", "uniform",
-             "normal", "mse_loss", "l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"]
+             "normal", "slice_scatter", "assign", "rms_norm", "mse_loss", "l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"]
     missing = [n for n in names if not hasattr(ops, n)]
     assert not missing
+
+
+def test_assign_writes_in_place():
+    v = Tensor(np.zeros(3, np.float32))
+    out = ops.assign(v, Tensor(np.array([1, 2, 3], np.float32)))
+    assert out.shares_memory_with(v) and v.asnumpy().tolist() == [1, 2, 3]
 
 
 def test_op_errors_carry_spore_messages():

@@ -5,6 +5,7 @@
 
 #include "common/convert.h"
 #include "spore/bindings.h"
+#include "spore/llm.h"
 #include "spore/nn/losses.h"
 #include "spore/ops.h"
 
@@ -216,6 +217,19 @@ void bind_ops(py::module_& root) {
     }
     return r;
   }, py::arg("input_x"), py::arg("begin"), py::arg("size"));
+  m.def("slice_scatter", [](const Tensor& x, const Tensor& src, int64_t axis, std::optional<int64_t> start,
+                            std::optional<int64_t> end, int64_t step) {
+    const int64_t n = x.shape()[(int)(axis < 0 ? axis + x.ndim() : axis)];
+    return slice_scatter(x, src, axis, start.value_or(0), end.value_or(n), step);
+  }, py::arg("input"), py::arg("src"), py::arg("axis") = 0, py::arg("start") = py::none(),
+     py::arg("end") = py::none(), py::arg("step") = 1);
+  // in place: variable = value (the registry's assign op), returns variable
+  m.def("assign", [](const Tensor& variable, const Tensor& value) {
+    variable.copy_(value);
+    return variable;
+  }, py::arg("variable"), py::arg("value"));
+  m.def("rms_norm", [](const Tensor& x, const Tensor& gamma, double eps) { return rms_norm(x, gamma, eps); },
+        py::arg("x"), py::arg("gamma"), py::arg("epsilon") = 1e-6);
   // indexing
   m.def("gather", [](const Tensor& x, const Tensor& idx, int64_t axis) { return index_select(x, axis, idx); },
         py::arg("input_params"), py::arg("input_indices"), py::arg("axis"));
