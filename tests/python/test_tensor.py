@@ -143,6 +143,8 @@ def test_bad_input_raises_typed_errors():
         Tensor([1.0, 2.0])[5]
     with pytest.raises(ms.SporeIndexError):
         Tensor([1.0, 2.0])[0, 0]
+    with pytest.raises(IndexError, match="not an index"):
+        Tensor([1.0, 2.0])[0.5]
     with pytest.raises(ValueError, match="ambiguous"):
         bool(Tensor([1.0, 2.0]))
     with pytest.raises(TypeError, match="dtype"):

@@ -85,6 +85,9 @@ Tensor getitem(const Tensor& x, py::handle index) {
       if (stop < start) stop = start;
       r = slice(r, axis, start, stop, step);
       ++axis;
+    } else if (PyFloat_Check(it.ptr()) || py::isinstance<py::str>(it)) {
+      throw Error(ErrorCode::kIndex, "Tensor index: a " + std::string(py::str(py::type::handle_of(it).attr("__name__"))) +
+                                         " is not an index; use ints, slices, None, ... or an integer index tensor");
     } else {
       Tensor idx = tensor_from_object(it, std::nullopt, false, "Tensor index");
       if (idx.dtype() == DType::kBool)
