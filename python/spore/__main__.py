@@ -1,0 +1,5 @@
+import sys
+
+from .env import main
+
+sys.exit(main())
