@@ -8,6 +8,7 @@
 #include "spore/error.h"
 #include "spore/ir.h"
 #include "spore/lite.h"
+#include "spore/onnx.h"
 
 namespace spore::lite {
 
@@ -44,13 +45,14 @@ namespace {
 
 // The format by content: Spore IR's magic; an ONNX or MindIR protobuf otherwise (their first
 // byte is a field tag, which cannot tell them apart reliably, so the type must be named).
-ModelType detect(const std::filesystem::path& path) {
+ModelType detect(const std::filesystem::path& path, ModelType asked) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(ErrorCode::kIO, "cannot open model file " + path.string());
   char head[8] = {};
   f.read(head, 8);
   if (f.gcount() == 8 && std::memcmp(head, ir::kMagic, 8) == 0) return ModelType::kSpore;
   const std::string ext = path.extension().string();
+  if (asked == ModelType::kONNX || asked == ModelType::kMindIR) return asked;  // named by the caller
   if (ext == ".onnx") return ModelType::kONNX;
   if (ext == ".mindir") return ModelType::kMindIR;
   throw Error(ErrorCode::kFormat, path.string() + ": not a Spore IR file, and the name says neither .onnx nor "
@@ -98,17 +100,18 @@ Model::~Model() = default;
 
 Model Model::build_from_file(const std::filesystem::path& path, ModelType type, const Context& context) {
   const std::string label = path.string();
-  const ModelType actual = detect(path);
+  const ModelType actual = detect(path, type);
   if (type != ModelType::kAuto && type != actual)
     throw Error(ErrorCode::kFormat, label + " is a " + model_type_name(actual) + " file, but ModelType " +
                                         model_type_name(type) + " was asked for; pass ModelType " +
                                         model_type_name(actual) + " (or auto)");
-  if (actual != ModelType::kSpore)
+  if (actual == ModelType::kMindIR)
     throw Error(ErrorCode::kUnsupported, label + ": Lite does not read " + model_type_name(actual) +
                                              " files in this build yet; export the network to Spore IR "
                                              "(spore::export_model) and load that");
   // The format first: a version or corruption problem is reported before any target is touched.
-  ir::Model m = ir::read_model(path);
+  // An ONNX file is mapped onto registry ops into the same IR model (NOTE [ONNX]).
+  ir::Model m = actual == ModelType::kONNX ? onnx::read_onnx(path) : ir::read_model(path);
   auto impl = std::make_unique<Impl>();
   impl->label = label;
   impl->num_threads = context.num_threads;
