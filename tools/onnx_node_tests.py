@@ -25,6 +25,7 @@ import numpy as np
 
 warnings.filterwarnings("ignore")
 import onnx  # noqa: E402
+import onnx.numpy_helper  # noqa: E402
 from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 
 # numpy dtypes the runner's npy reader takes (Spore's b1 i1 u1 i4 i8 f2 f4 f8).
@@ -36,6 +37,13 @@ def write_case(case, root):
     if not case.data_sets:
         return "no data set"
     inputs, outputs = case.data_sets[0]
+
+    def plain(a):  # numpy scalars and TensorProtos as arrays; sequences and optionals stay as they are
+        if isinstance(a, onnx.TensorProto):
+            return onnx.numpy_helper.to_array(a)
+        return np.asarray(a) if isinstance(a, np.generic) else a
+
+    inputs, outputs = [plain(a) for a in inputs], [plain(a) for a in outputs]
     arrays = list(inputs) + list(outputs)
     for a in arrays:
         if not isinstance(a, np.ndarray) or a.dtype not in STORABLE:
@@ -45,9 +53,9 @@ def write_case(case, root):
     os.makedirs(d, exist_ok=True)
     onnx.save_model(case.model, os.path.join(d, "model.onnx"))
     for k, a in enumerate(inputs):
-        np.save(os.path.join(d, f"input_{k}.npy"), a)
+        np.save(os.path.join(d, f"input_{k}.npy"), np.array(a, order="C"))
     for k, a in enumerate(outputs):
-        np.save(os.path.join(d, f"output_{k}.npy"), a)
+        np.save(os.path.join(d, f"output_{k}.npy"), np.array(a, order="C"))
     with open(os.path.join(d, "tolerance.txt"), "w") as f:
         f.write(f"{case.rtol!r} {case.atol!r}\n")
     return None

@@ -234,6 +234,18 @@ struct Mapper {
     } catch (const Error& e) {
       fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
     }
+    // Small results of constants are computed now (the registry's eager kernels, the same the
+    // executor would run), so that the mapping sees their values: a Range's limit from a Size, an
+    // axes input made by a Constant and a Sub.
+    bool foldable = !ins.empty() && def.writes_mask == 0 && inf.num_outputs == 1 && inf.outputs[0].shape.numel() <= 4096;
+    for (uint32_t id : ins) foldable = foldable && g.values[id].kind == ir::ValueKind::kConstant;
+    if (foldable) {
+      try {
+        return {constant(dispatch1(op, ts, attrs).contiguous())};
+      } catch (const Error& e) {
+        fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
+      }
+    }
     ir::Node n{&def, attrs, ins, {}, {}};
     std::vector<uint32_t> outs;
     for (int o = 0; o < inf.num_outputs; ++o) {
@@ -383,7 +395,13 @@ Handler pool(OpId op) {
     // Spore's average pooling divides by the cells inside the input (count_include_pad = 0).
     if (op == OpId::k_avg_pool2d && c.i("count_include_pad", 0) != 0 && (pads[0] || pads[1]))
       c.unsupported("count_include_pad = 1 with padding");
-    return std::vector<uint32_t>{c.m.emit(c, op, {x}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0))};
+    if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1]) c.unsupported("padding over half the kernel");
+    const DType t = c.m.dtype(x);
+    // Max pooling of 8-bit integers: exact in float32 and back.
+    const bool widen = op == OpId::k_max_pool2d && (t == DType::kUInt8 || t == DType::kInt8);
+    const uint32_t in = widen ? c.m.cast_to(c, x, DType::kFloat32) : x;
+    const uint32_t y = c.m.emit(c, op, {in}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
+    return std::vector<uint32_t>{widen ? c.m.cast_to(c, y, t) : y};
   };
 }
 
@@ -419,7 +437,9 @@ std::vector<uint32_t> reshape(NodeCtx& c) {
 std::vector<uint32_t> flatten(NodeCtx& c) {
   const uint32_t x = c.at(0);
   const Shape& s = c.m.shape(x);
-  const int axis = normalize_axis(c, c.i("axis", 1), s.ndim() + 1 > 0 ? s.ndim() + 1 : 1);  // axis may equal rank
+  const int64_t a = c.i("axis", 1);  // in [-rank, rank]
+  if (a < -s.ndim() || a > s.ndim()) c.bad("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(s.ndim()));
+  const int axis = (int)(a < 0 ? a + s.ndim() : a);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < s.ndim(); ++d) (d < axis ? outer : inner) *= s[d];
   return {c.m.reshape(c, x, {outer, inner})};
@@ -631,8 +651,6 @@ std::vector<uint32_t> batch_norm(NodeCtx& c) {
 }
 
 std::vector<uint32_t> layer_norm(NodeCtx& c) {
-  for (int o = 1; o < c.node.output_size(); ++o)
-    if (!c.node.output(o).empty()) c.unsupported("LayerNormalization's Mean and InvStdDev outputs");
   const uint32_t x = c.at(0);
   const int rank = c.m.shape(x).ndim();
   const int axis = normalize_axis(c, c.i("axis", -1), rank);
@@ -645,7 +663,7 @@ std::vector<uint32_t> layer_norm(NodeCtx& c) {
   const uint32_t inv = c.m.emit(c, OpId::k_rsqrt, {c.m.emit(c, OpId::k_add, {var, c.m.scalar(c.f("epsilon", 1e-5), t)})});
   uint32_t y = c.m.emit(c, OpId::k_mul, {c.m.emit(c, OpId::k_mul, {d, inv}), c.at(1)});
   if (c.given(2)) y = c.m.emit(c, OpId::k_add, {y, c.in[2]});
-  return {y};
+  return {y, mean, inv};  // Mean and InvStdDev keep the reduced axes as 1s, as ONNX's do
 }
 
 std::vector<uint32_t> split(NodeCtx& c) {
@@ -673,13 +691,85 @@ std::vector<uint32_t> split(NodeCtx& c) {
 }
 
 std::vector<uint32_t> dropout(NodeCtx& c) {
-  if (c.node.output_size() > 1 && !c.node.output(1).empty()) c.unsupported("Dropout's mask output");
   if (c.given(2)) {
     const Tensor& training = c.m.data(c, c.in[2], "training_mode");
     if (training.numel() != 1 || dispatch1(OpId::k_cast, {training}, Attrs::of(DType::kFloat64)).to_vector<double>()[0] != 0)
       c.unsupported("Dropout in training mode");
   }
-  return {c.m.emit(c, OpId::k_copy, {c.at(0)})};
+  // In inference every element is kept: the mask is all true.
+  const Shape& s = c.m.shape(c.at(0));
+  const uint32_t mask = c.m.emit(c, OpId::k_fill, {}, Attrs::of(std::vector<int64_t>(s.begin(), s.end()), 1.0, DType::kBool));
+  return {c.m.emit(c, OpId::k_copy, {c.at(0)}), mask};
+}
+
+std::vector<uint32_t> cast_like(NodeCtx& c) { return {c.m.cast_to(c, c.m.emit(c, OpId::k_copy, {c.at(0)}), c.m.dtype(c.at(1)))}; }
+
+std::vector<uint32_t> size_of(NodeCtx& c) {
+  return {c.m.constant_of(std::vector<int64_t>{c.m.shape(c.at(0)).numel()}, Shape{})};
+}
+
+// Range(start, limit, delta): 0-d constants; the registry's arange.
+std::vector<uint32_t> range(NodeCtx& c) {
+  double v[3];
+  DType t = c.m.dtype(c.at(0));
+  for (int k = 0; k < 3; ++k) {
+    const Tensor& d = c.m.data(c, c.at((size_t)k), k == 0 ? "start" : k == 1 ? "limit" : "delta");
+    if (d.numel() != 1) c.bad("Range takes 0-d start, limit and delta");
+    v[k] = d.to(DType::kFloat64).to_vector<double>()[0];
+  }
+  if (v[2] == 0) c.bad("Range's delta is 0");
+  return {c.m.emit(c, OpId::k_arange, {}, Attrs::of(v[0], v[1], v[2], t))};
+}
+
+// Reductions built on sum: L1 = sum |x|, L2 = sqrt(sum x^2), LogSum = log(sum x),
+// LogSumExp = log(sum exp x) (computed as ONNX's reference does, without a max shift).
+Handler reduce_composite(const char* kind) {
+  const std::string k = kind;
+  return [k](NodeCtx& c) {
+    const bool from_input = c.m.opset >= 18;
+    std::vector<int64_t> axes = reduce_axes_of(c, from_input);
+    const bool keepdims = c.i("keepdims", 1) != 0;
+    uint32_t x = c.at(0);
+    if (k == "l1") x = c.m.emit(c, OpId::k_abs, {x});
+    if (k == "l2") x = c.m.emit(c, OpId::k_mul, {x, x});
+    if (k == "logsumexp") x = c.m.emit(c, OpId::k_exp, {x});
+    uint32_t y;
+    if (axes.empty() && c.i("noop_with_empty_axes", 0) != 0) y = c.m.emit(c, OpId::k_copy, {x});
+    else y = c.m.emit(c, OpId::k_sum, {x}, Attrs::of(axes, keepdims));
+    if (k == "l2") y = c.m.emit(c, OpId::k_sqrt, {y});
+    if (k == "logsum" || k == "logsumexp") y = c.m.emit(c, OpId::k_log, {y});
+    return std::vector<uint32_t>{c.m.cast_to(c, y, c.m.dtype(c.at(0)))};
+  };
+}
+
+// Activations written with registry ops, in the formulas of the ONNX spec.
+std::vector<uint32_t> activation(NodeCtx& c, const std::string& op) {
+  const uint32_t x = c.at(0);
+  Mapper& m = c.m;
+  const DType t = m.dtype(x);
+  auto k = [&](double v) { return m.scalar(v, t); };
+  auto e = [&](OpId o, std::vector<uint32_t> ins) { return m.emit(c, o, ins); };
+  if (op == "Elu" || op == "Selu" || op == "Celu") {
+    const double alpha = c.f("alpha", op == "Selu" ? 1.67326319217681884765625 : 1.0);
+    uint32_t neg;
+    if (op == "Celu") neg = e(OpId::k_mul, {k(alpha), e(OpId::k_sub, {e(OpId::k_exp, {e(OpId::k_div, {x, k(alpha)})}), k(1)})});
+    else neg = e(OpId::k_mul, {k(alpha), e(OpId::k_sub, {e(OpId::k_exp, {x}), k(1)})});
+    uint32_t y = e(OpId::k_where, {e(op == "Selu" ? OpId::k_le : OpId::k_lt, {x, k(0)}), neg, x});
+    if (op == "Selu") y = e(OpId::k_mul, {k(c.f("gamma", 1.05070102214813232421875)), y});
+    return {y};
+  }
+  if (op == "HardSigmoid" || op == "HardSwish") {
+    const double alpha = op == "HardSwish" ? 1.0 / 6 : c.f("alpha", 0.2), beta = op == "HardSwish" ? 0.5 : c.f("beta", 0.5);
+    const uint32_t h = e(OpId::k_maximum, {k(0), e(OpId::k_minimum, {k(1), e(OpId::k_add, {e(OpId::k_mul, {x, k(alpha)}), k(beta)})})});
+    return {op == "HardSwish" ? e(OpId::k_mul, {x, h}) : h};
+  }
+  if (op == "Softplus") return {e(OpId::k_log, {e(OpId::k_add, {e(OpId::k_exp, {x}), k(1)})})};
+  if (op == "Softsign") return {e(OpId::k_div, {x, e(OpId::k_add, {e(OpId::k_abs, {x}), k(1)})})};
+  if (op == "ThresholdedRelu") return {e(OpId::k_where, {e(OpId::k_gt, {x, k(c.f("alpha", 1.0))}), x, k(0)})};
+  if (op == "PRelu") return {e(OpId::k_where, {e(OpId::k_lt, {x, k(0)}), e(OpId::k_mul, {x, c.at(1)}), x})};
+  if (op == "Swish") return {e(OpId::k_mul, {x, e(OpId::k_sigmoid, {e(OpId::k_mul, {x, k(c.f("alpha", 1.0))})})})};
+  if (op == "Mish") return {e(OpId::k_mul, {x, e(OpId::k_tanh, {e(OpId::k_log, {e(OpId::k_add, {e(OpId::k_exp, {x}), k(1)})})})})};
+  c.unsupported(op);
 }
 
 const std::map<std::string, Handler>& handlers() {
@@ -689,8 +779,11 @@ const std::map<std::string, Handler>& handlers() {
     t["Sub"] = binary(OpId::k_sub);
     t["Mul"] = binary(OpId::k_mul);
     t["Div"] = [](NodeCtx& c) {
-      if (!is_floating(c.m.dtype(c.at(0)))) c.unsupported("integer Div (Spore's div is true division)");
-      return std::vector<uint32_t>{c.m.emit(c, OpId::k_div, {c.at(0), c.at(1)})};
+      const DType t = c.m.dtype(c.at(0));
+      if (is_floating(t)) return std::vector<uint32_t>{c.m.emit(c, OpId::k_div, {c.at(0), c.at(1)})};
+      // Integer Div truncates toward zero: divided in float64 (exact below 2^53), cast back.
+      const uint32_t q = c.m.emit(c, OpId::k_div, {c.m.cast_to(c, c.at(0), DType::kFloat64), c.m.cast_to(c, c.at(1), DType::kFloat64)});
+      return std::vector<uint32_t>{c.m.cast_to(c, q, t)};
     };
     t["Pow"] = binary(OpId::k_pow);
     t["Equal"] = binary(OpId::k_eq, false);
@@ -766,6 +859,17 @@ const std::map<std::string, Handler>& handlers() {
     t["LayerNormalization"] = layer_norm;
     t["Split"] = split;
     t["Dropout"] = dropout;
+    t["CastLike"] = cast_like;
+    t["Size"] = size_of;
+    t["Range"] = range;
+    t["ReduceL1"] = reduce_composite("l1");
+    t["ReduceL2"] = reduce_composite("l2");
+    t["ReduceLogSum"] = reduce_composite("logsum");
+    t["ReduceLogSumExp"] = reduce_composite("logsumexp");
+    t["Xor"] = binary(OpId::k_ne, false);
+    for (const char* op : {"Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "ThresholdedRelu", "PRelu",
+                           "Swish", "Mish"})
+      t[op] = [op = std::string(op)](NodeCtx& c) { return activation(c, op); };
     return t;
   }();
   return table;
