@@ -71,6 +71,7 @@ def main():
     p.add_argument("--table", help="write the markdown pass/fail table here")
     p.add_argument("--subset", help="copy a small set of passing cases (one per op) into this folder")
     p.add_argument("--subset-max-bytes", type=int, default=4096, help="largest case folder the subset takes")
+    p.add_argument("--subset-count", type=int, default=48, help="how many cases the subset takes")
     p.add_argument("--work", help="folder for the written cases (default: a temporary one)")
     args = p.parse_args()
 
@@ -122,18 +123,22 @@ def main():
         if os.path.isdir(args.subset):
             shutil.rmtree(args.subset)
         os.makedirs(args.subset)
-        taken = set()
+        # The smallest passing case of each op combination, then an even spread of those.
+        best = {}
         for name in sorted(results):
             if results[name][0] != "pass":
                 continue
-            key = " ".join(ops_of(by_case[name]))
             d = os.path.join(work, name)
             size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
-            if key in taken or size > args.subset_max_bytes:
-                continue
-            taken.add(key)
-            shutil.copytree(d, os.path.join(args.subset, name))
-        print(f"subset: {len(taken)} cases in {args.subset}")
+            key = " ".join(ops_of(by_case[name]))
+            if size <= args.subset_max_bytes and (key not in best or size < best[key][0]):
+                best[key] = (size, name)
+        keys = sorted(best)
+        step = max(1.0, len(keys) / args.subset_count)
+        chosen = sorted({best[keys[int(i * step)]][1] for i in range(min(args.subset_count, len(keys)))})
+        for name in chosen:
+            shutil.copytree(os.path.join(work, name), os.path.join(args.subset, name))
+        print(f"subset: {len(chosen)} cases in {args.subset}")
 
 
 if __name__ == "__main__":

@@ -1014,8 +1014,8 @@ void mark_symbols(ir::Graph& a, const ir::Graph& b, const std::map<std::pair<int
 }
 
 ir::Model map_model(const ModelProto& model, const std::string& label) {
+  if (!model.has_graph()) fail(ErrorCode::kFormat, label + ": not an ONNX model (it has no graph)");
   const int64_t opset = default_opset(model, label);
-  if (!model.has_graph()) fail(ErrorCode::kFormat, label + ": the model has no graph");
   // The symbols, in order of appearance, and two extents for each.
   std::map<std::string, int64_t> first, second;
   std::map<std::pair<int64_t, int64_t>, std::string> by_pair;
