@@ -321,9 +321,26 @@ Handler reduce(OpId op, int64_t axes_input_from, bool square = false) {
 }
 Handler arg_reduce(OpId op) {
   return [op](NodeCtx& c) {
-    if (c.i("select_last_index", 0) != 0) c.unsupported("select_last_index = 1");
-    return std::vector<uint32_t>{c.m.emit(c, op, {c.at(0)}, Attrs::of(c.i("axis", 0), c.i("keepdims", 1) != 0))};
+    const uint32_t x = c.at(0);
+    const bool keepdims = c.i("keepdims", 1) != 0;
+    if (c.i("select_last_index", 0) == 0) return std::vector<uint32_t>{c.m.emit(c, op, {x}, Attrs::of(c.i("axis", 0), keepdims))};
+    // The last index of the extreme value: the largest position along the axis where x equals it.
+    const Shape& s = c.m.shape(x);
+    if (s.ndim() == 0) c.bad("ArgMax/ArgMin of a 0-d input");
+    const int axis = normalize_axis(c, c.i("axis", 0), s.ndim());
+    const uint32_t extreme = c.m.emit(c, op == OpId::k_argmax ? OpId::k_max : OpId::k_min, {x},
+                                      Attrs::of(std::vector<int64_t>{axis}, true));
+    std::vector<int64_t> pos_shape(s.ndim(), 1), pos((size_t)s[axis]);
+    pos_shape[axis] = s[axis];
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = (int64_t)i;
+    const uint32_t candidates = c.m.emit(c, OpId::k_where, {c.m.emit(c, OpId::k_eq, {x, extreme}), c.m.constant_of(pos, Shape(pos_shape)),
+                                                            c.m.scalar(-1, DType::kInt64)});
+    return std::vector<uint32_t>{c.m.emit(c, OpId::k_max, {candidates}, Attrs::of(std::vector<int64_t>{axis}, keepdims))};
   };
+}
+
+void require_2d(NodeCtx& c, uint32_t x) {
+  if (c.m.shape(x).ndim() != 4) c.unsupported("a " + std::to_string(c.m.shape(x).ndim() - 2) + "-D spatial input (Spore maps 2-D, NCHW)");
 }
 
 // Negative indices count from the end in ONNX; the registry's index ops take them in range.
@@ -334,10 +351,10 @@ uint32_t wrap_indices(NodeCtx& c, uint32_t index, int64_t extent) {
   return c.m.emit(c, OpId::k_where, {negative, c.m.emit(c, OpId::k_add, {index, n}), index});
 }
 
-// Conv and pool padding: ONNX's [top, left, bottom, right] must be symmetric; auto_pad SAME_*
-// resolves to it when the total is even.
+// Conv and pool padding: ONNX's [top, left, bottom, right] (`pads`, already 2-D) must be
+// symmetric; auto_pad SAME_* resolves to it when the total is even.
 std::vector<int64_t> sym_pads(NodeCtx& c, const Shape& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                              const std::vector<int64_t>& dilations) {
+                              const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
   const std::string auto_pad = c.s("auto_pad", "NOTSET");
   if (auto_pad == "VALID") return {0, 0};
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -352,46 +369,71 @@ std::vector<int64_t> sym_pads(NodeCtx& c, const Shape& x, const std::vector<int6
     return out;
   }
   if (auto_pad != "NOTSET") c.bad("auto_pad '" + auto_pad + "' is not an ONNX value");
-  std::vector<int64_t> pads = c.ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4) c.bad("pads has " + std::to_string(pads.size()) + " values; a 2-D op takes 4");
-  if (pads[0] != pads[2] || pads[1] != pads[3]) c.unsupported("asymmetric pads [" + std::to_string(pads[0]) + ", " +
-                                                              std::to_string(pads[1]) + ", " + std::to_string(pads[2]) + ", " +
-                                                              std::to_string(pads[3]) + "]");
+  if (pads[0] != pads[2] || pads[1] != pads[3]) c.unsupported("asymmetric pads");
   for (int64_t p : pads)
     if (p < 0) c.bad("a negative pad");
   return {pads[0], pads[1]};
 }
 
-void require_2d(NodeCtx& c, uint32_t x) {
-  if (c.m.shape(x).ndim() != 4) c.unsupported("a " + std::to_string(c.m.shape(x).ndim() - 2) + "-D spatial input (Spore maps 2-D, NCHW)");
-}
+// Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
+// height of 1, every per-axis attribute getting the neutral value for the height in front.
+struct Spatial {
+  NodeCtx& c;
+  bool lifted = false;
+  Spatial(NodeCtx& ctx, uint32_t x) : c(ctx) {
+    const int rank = c.m.shape(x).ndim();
+    if (rank != 3 && rank != 4)
+      c.unsupported("a " + std::to_string(rank - 2) + "-D spatial input (Spore maps 1-D and 2-D, NCHW)");
+    lifted = rank == 3;
+  }
+  uint32_t in(uint32_t v) const {
+    if (!lifted) return v;
+    const Shape& s = c.m.shape(v);
+    return c.m.reshape(c, v, {s[0], s[1], 1, s[2]});
+  }
+  uint32_t out(uint32_t v) const {
+    if (!lifted) return v;
+    const Shape& s = c.m.shape(v);
+    return c.m.reshape(c, v, {s[0], s[1], s[3]});
+  }
+  std::vector<int64_t> ints(const std::string& name, int64_t neutral) const {
+    std::vector<int64_t> v = c.ints(name, lifted ? std::vector<int64_t>{neutral} : std::vector<int64_t>{neutral, neutral});
+    if (v.size() != (lifted ? 1u : 2u)) c.bad(name + " has " + std::to_string(v.size()) + " values for " + (lifted ? "1" : "2") + " spatial axes");
+    if (lifted) v.insert(v.begin(), neutral);
+    return v;
+  }
+  std::vector<int64_t> pads() const {
+    std::vector<int64_t> v = c.ints("pads", std::vector<int64_t>(lifted ? 2 : 4, 0));
+    if (v.size() != (lifted ? 2u : 4u)) c.bad("pads has " + std::to_string(v.size()) + " values");
+    return lifted ? std::vector<int64_t>{0, v[0], 0, v[1]} : v;
+  }
+};
 
 std::vector<uint32_t> conv(NodeCtx& c) {
-  const uint32_t x = c.at(0), w = c.at(1);
-  require_2d(c, x);
-  if (c.m.shape(w).ndim() != 4) c.bad("the weight is not 4-D");
+  const Spatial sp(c, c.at(0));
+  const uint32_t x = sp.in(c.at(0));
+  if (c.m.shape(c.at(1)).ndim() != c.m.shape(c.at(0)).ndim()) c.bad("the weight's rank differs from the input's");
+  const uint32_t w = sp.in(c.at(1));
   std::vector<int64_t> kernel = {c.m.shape(w)[2], c.m.shape(w)[3]};
-  if (c.has("kernel_shape") && c.ints("kernel_shape") != kernel) c.bad("kernel_shape does not match the weight's shape");
-  const std::vector<int64_t> strides = c.ints("strides", {1, 1}), dil = c.ints("dilations", {1, 1});
-  if (strides.size() != 2 || dil.size() != 2) c.bad("strides and dilations need 2 values each");
-  const std::vector<int64_t> pads = sym_pads(c, c.m.shape(x), kernel, strides, dil);
+  if (c.has("kernel_shape") && sp.ints("kernel_shape", 1) != kernel) c.bad("kernel_shape does not match the weight's shape");
+  const std::vector<int64_t> strides = sp.ints("strides", 1), dil = sp.ints("dilations", 1);
+  const std::vector<int64_t> pads = sym_pads(c, c.m.shape(x), kernel, strides, dil, sp.pads());
   uint32_t y = c.m.emit(c, OpId::k_conv2d, {x, w}, Attrs::of(strides, pads, dil, c.i("group", 1)));
   if (c.given(2)) y = c.m.emit(c, OpId::k_add, {y, c.m.reshape(c, c.in[2], {-1, 1, 1})});
-  return {y};
+  return {sp.out(y)};
 }
 
 Handler pool(OpId op) {
   return [op](NodeCtx& c) {
-    const uint32_t x = c.at(0);
-    require_2d(c, x);
+    const Spatial sp(c, c.at(0));
+    const uint32_t x = sp.in(c.at(0));
     if (c.node.output_size() > 1 && !c.node.output(1).empty()) c.unsupported("MaxPool's Indices output");
     if (c.i("storage_order", 0) != 0) c.unsupported("storage_order = 1");
-    const std::vector<int64_t> kernel = c.ints("kernel_shape");
-    if (kernel.size() != 2) c.bad("kernel_shape needs 2 values");
-    const std::vector<int64_t> strides = c.ints("strides", {1, 1}), dil = c.ints("dilations", {1, 1});
-    if (strides.size() != 2 || dil.size() != 2) c.bad("strides and dilations need 2 values each");
+    if (!c.has("kernel_shape")) c.bad("kernel_shape is required");
+    const std::vector<int64_t> kernel = sp.ints("kernel_shape", 1);
+    const std::vector<int64_t> strides = sp.ints("strides", 1), dil = sp.ints("dilations", 1);
     if (dil[0] != 1 || dil[1] != 1) c.unsupported("dilated pooling");
-    const std::vector<int64_t> pads = sym_pads(c, c.m.shape(x), kernel, strides, dil);
+    const std::vector<int64_t> pads = sym_pads(c, c.m.shape(x), kernel, strides, dil, sp.pads());
     // Spore's average pooling divides by the cells inside the input (count_include_pad = 0).
     if (op == OpId::k_avg_pool2d && c.i("count_include_pad", 0) != 0 && (pads[0] || pads[1]))
       c.unsupported("count_include_pad = 1 with padding");
@@ -401,7 +443,7 @@ Handler pool(OpId op) {
     const bool widen = op == OpId::k_max_pool2d && (t == DType::kUInt8 || t == DType::kInt8);
     const uint32_t in = widen ? c.m.cast_to(c, x, DType::kFloat32) : x;
     const uint32_t y = c.m.emit(c, op, {in}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
-    return std::vector<uint32_t>{widen ? c.m.cast_to(c, y, t) : y};
+    return std::vector<uint32_t>{sp.out(widen ? c.m.cast_to(c, y, t) : y)};
   };
 }
 
