@@ -237,7 +237,7 @@ struct Mapper {
     // Small results of constants are computed now (the registry's eager kernels, the same the
     // executor would run), so that the mapping sees their values: a Range's limit from a Size, an
     // axes input made by a Constant and a Sub.
-    bool foldable = !ins.empty() && def.writes_mask == 0 && inf.num_outputs == 1 && inf.outputs[0].shape.numel() <= 4096;
+    bool foldable = def.writes_mask == 0 && inf.num_outputs == 1 && inf.outputs[0].shape.numel() <= 4096;
     for (uint32_t id : ins) foldable = foldable && g.values[id].kind == ir::ValueKind::kConstant;
     if (foldable) {
       try {
@@ -814,6 +814,34 @@ std::vector<uint32_t> activation(NodeCtx& c, const std::string& op) {
   c.unsupported(op);
 }
 
+// RMSNormalization (op set 23): the registry's rms_norm over the last axis with a [D] scale;
+// otherwise x * rsqrt(mean(x^2 over the axes) + eps) * scale.
+std::vector<uint32_t> rms_normalization(NodeCtx& c) {
+  const uint32_t x = c.at(0), scale = c.at(1);
+  const Shape& s = c.m.shape(x);
+  const int axis = normalize_axis(c, c.i("axis", -1), s.ndim());
+  const double eps = c.f("epsilon", 1e-5);
+  const Shape& ws = c.m.shape(scale);
+  if (axis == s.ndim() - 1 && ws.ndim() == 1 && ws[0] == s[axis] && c.m.dtype(scale) == c.m.dtype(x))
+    return {c.m.emit(c, OpId::k_rms_norm, {x, scale}, Attrs::of(eps))};
+  std::vector<int64_t> axes;
+  for (int d = axis; d < s.ndim(); ++d) axes.push_back(d);
+  const uint32_t ms = c.m.emit(c, OpId::k_mean, {c.m.emit(c, OpId::k_mul, {x, x})}, Attrs::of(axes, true));
+  const uint32_t inv = c.m.emit(c, OpId::k_rsqrt, {c.m.emit(c, OpId::k_add, {ms, c.m.scalar(eps, c.m.dtype(x))})});
+  return {c.m.cast_to(c, c.m.emit(c, OpId::k_mul, {c.m.emit(c, OpId::k_mul, {x, inv}), scale}), c.m.dtype(x))};
+}
+
+// ScatterElements with reduction "add" is the registry's scatter_add (data plus the updates
+// summed at the indices); the other reductions are not mapped.
+std::vector<uint32_t> scatter_elements(NodeCtx& c) {
+  const std::string reduction = c.s("reduction", "none");
+  if (reduction != "add") c.unsupported("ScatterElements with reduction '" + reduction + "'");
+  const uint32_t x = c.at(0);
+  const int axis = normalize_axis(c, c.i("axis", 0), c.m.shape(x).ndim());
+  const uint32_t index = wrap_indices(c, c.at(1), c.m.shape(x)[axis]);
+  return {c.m.emit(c, OpId::k_scatter_add, {x, index, c.at(2)}, Attrs::of((int64_t)axis))};
+}
+
 const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> table = [] {
     std::map<std::string, Handler> t;
@@ -902,6 +930,8 @@ const std::map<std::string, Handler>& handlers() {
     t["Split"] = split;
     t["Dropout"] = dropout;
     t["CastLike"] = cast_like;
+    t["RMSNormalization"] = rms_normalization;
+    t["ScatterElements"] = scatter_elements;
     t["Size"] = size_of;
     t["Range"] = range;
     t["ReduceL1"] = reduce_composite("l1");
