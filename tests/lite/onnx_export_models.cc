@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
       spore::export_onnx(c.fn, c.inputs, dir / "model.onnx", c.options);
       for (size_t k = 0; k < c.inputs.size(); ++k)
         spore::data::save_npy((dir / ("input_" + std::to_string(k) + ".npy")).string(), c.inputs[k]);
-      std::printf("%s: %ju bytes\n", (dir / "model.onnx").c_str(), (uintmax_t)fs::file_size(dir / "model.onnx"));
+      std::printf("%s: %ju bytes%s\n", (dir / "model.onnx").c_str(), (uintmax_t)fs::file_size(dir / "model.onnx"),
+                  c.small ? "" : " (not committed: delete it after tools/onnx_check.py; the test exports it again)");
     }
   } catch (const spore::Error& e) {
     std::fprintf(stderr, "onnx_export_models: %s\n", e.what());
