@@ -32,6 +32,7 @@ using ::onnx::TensorProto;
 
 constexpr uint32_t kNone = UINT32_MAX;          // an omitted optional input
 constexpr int64_t kMaxElements = int64_t{1} << 40;  // a tensor larger than this is a hostile shape
+constexpr int64_t kMaxValueElements = int64_t{1} << 31;  // per computed value
 
 [[noreturn]] void fail(ErrorCode code, const std::string& what) { throw Error(code, what); }
 
@@ -246,6 +247,11 @@ struct Mapper {
         fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
       }
     }
+    // A hostile Range or ConstantOfShape must not become an allocation Lite attempts.
+    for (int o = 0; o < inf.num_outputs; ++o)
+      if (inf.outputs[o].shape.numel() > kMaxValueElements)
+        fail(ErrorCode::kUnsupported, c.where + " (mapped onto " + def.name + ") makes a value of shape " +
+                                          inf.outputs[o].shape.str() + ", over Lite's 2^31 elements per value");
     ir::Node n{&def, attrs, ins, {}, {}};
     std::vector<uint32_t> outs;
     for (int o = 0; o < inf.num_outputs; ++o) {
@@ -1000,7 +1006,8 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
       dims.push_back({-1, symbol});
       probe_shape.push_back(extents.at(symbol));
     }
-    checked_numel(probe_shape, label + ": input '" + in.name() + "'");
+    if (checked_numel(probe_shape, label + ": input '" + in.name() + "'") > kMaxValueElements)
+      fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' has over Lite's 2^31 elements per value");
     const uint32_t id = m.push({in.name(), ir::ValueKind::kInput, dtype, dims, {}}, Mapper::placeholder(Shape(probe_shape), dtype));
     m.names[in.name()] = id;
     m.g.inputs.push_back(id);
@@ -1074,6 +1081,7 @@ void mark_symbols(ir::Graph& a, const ir::Graph& b, const std::map<std::pair<int
     ir::Value& x = a.values[v];
     const ir::Value& y = b.values[v];
     if (x.dims.size() != y.dims.size()) baked("value '" + x.name + "'");
+    if (x.data.defined() != y.data.defined()) baked("value '" + x.name + "'");
     if (x.data.defined() && (x.data.shape() != y.data.shape() || std::memcmp(x.data.data_ptr(), y.data.data_ptr(), x.data.nbytes()) != 0))
       baked("the constant '" + x.name + "'");
     for (size_t d = 0; d < x.dims.size(); ++d) {

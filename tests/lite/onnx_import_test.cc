@@ -144,6 +144,17 @@ TEST(OnnxImport, BadTensorDataAndOverflowingShapesAreFormatErrors) {
   expect_error([&] { read(huge); }, ErrorCode::kFormat, "initializer 'w'");
 }
 
+TEST(OnnxImport, AHugeComputedValueIsRefusedBeforeAnyAllocation) {
+  auto m = base_model();
+  auto scalar = [&](const std::string& name, float v) { add_floats(m, name, {}, {v}); };
+  scalar("start", 0);
+  scalar("limit", 1e12f);
+  scalar("delta", 1);
+  add_node(m, "Range", {"start", "limit", "delta"}, {"y"}, "r");
+  add_output(m, "y");
+  expect_error([&] { read(m); }, ErrorCode::kUnsupported, "node 0 (Range 'r')", "2^31 elements");
+}
+
 TEST(OnnxImport, SymbolicBatchStaysSymbolicAndRunsAtAnyExtent) {
   TempDir dir;
   auto m = base_model();
