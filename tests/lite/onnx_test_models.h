@@ -110,7 +110,7 @@ inline std::vector<ExportCase> export_cases() {
     auto net = std::make_shared<MobileNetV2>(10, 0.25, 7);
     net->set_train(false);
     TensorsFn mobilenet = [net](const std::vector<Tensor>& in) { return std::vector<Tensor>{(*net)(in[0])}; };
-    out.push_back({"mobilenet_v2", mobilenet, {random_uniform({2, 3, 64, 64}, 91, -1, 1)}, {}, 1e-4, false});
+    out.push_back({"mobilenet_v2", mobilenet, {random_uniform({1, 3, 32, 32}, 91, -1, 1)}, {}, 1e-4, false});
   }
   return out;
 }
