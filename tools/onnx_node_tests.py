@@ -88,6 +88,7 @@ def main():
     results = {}
     for line in run.stdout.splitlines():
         name, status, detail = (line.split("\t") + ["", ""])[:3]
+        detail = detail.replace(os.path.join(work, name, "model.onnx") + ": ", "")
         results[name] = (status, detail)
     by_case = {c.name: c for c in cases}
     counts = collections.Counter(s for s, _ in results.values())
