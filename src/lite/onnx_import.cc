@@ -953,15 +953,23 @@ const std::map<std::string, Handler>& handlers() {
   return table;
 }
 
+// The oldest op set whose version of the op has the semantics mapped here: 13 for most (axes
+// as inputs, one-axis Softmax, Dropout's inputs), older for ops unchanged since.
+int64_t oldest_opset(const std::string& op) {
+  static const std::map<std::string, int64_t> older = {{"And", 7}, {"Or", 7}, {"Xor", 7}, {"Not", 1}};
+  auto it = older.find(op);
+  return it == older.end() ? kOldestOpset : it->second;
+}
+
 // ---- the graph ----------------------------------------------------------------------------
 int64_t default_opset(const ModelProto& model, const std::string& label) {
   int64_t opset = -1;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   if (opset < 0) fail(ErrorCode::kFormat, label + ": the model imports no default-domain op set (opset_import)");
-  if (opset < kOldestOpset || opset > kNewestOpset)
-    fail(ErrorCode::kVersion, label + ": the model uses ONNX op set " + std::to_string(opset) + "; Spore reads op sets " +
-                                  std::to_string(kOldestOpset) + " to " + std::to_string(kNewestOpset) +
+  if (opset < 1 || opset > kNewestOpset)
+    fail(ErrorCode::kVersion, label + ": the model uses ONNX op set " + std::to_string(opset) + "; Spore reads op sets up to " + std::to_string(kNewestOpset) +
+                                  " (most ops from " + std::to_string(kOldestOpset) + ")" +
                                   "; convert it (onnx.version_converter.convert_version(model, " + std::to_string(kNewestOpset) + "))");
   return opset;
 }
@@ -1021,6 +1029,11 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     auto it = table.find(node.op_type());
     if (it == table.end())
       fail(ErrorCode::kUnsupported, where + ": the ONNX op " + node.op_type() + " is not mapped onto Spore's ops (NOTE [ONNX] lists those that are)");
+    if (opset < oldest_opset(node.op_type()))
+      fail(ErrorCode::kVersion, where + ": op set " + std::to_string(opset) + " has an older " + node.op_type() +
+                                    " than Spore maps (from op set " + std::to_string(oldest_opset(node.op_type())) +
+                                    "); convert the model (onnx.version_converter.convert_version(model, " +
+                                    std::to_string(kNewestOpset) + "))");
     NodeCtx c{m, node, {}, where};
     for (const std::string& name : node.input()) {
       if (name.empty()) {

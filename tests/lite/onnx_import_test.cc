@@ -118,7 +118,13 @@ TEST(OnnxImport, UnknownOpsDomainsAndVersionsAreNamed) {
   add_input(old, "x", {"2"});
   add_node(old, "Relu", {"x"}, {"y"});
   add_output(old, "y");
-  expect_error([&] { read(old); }, ErrorCode::kVersion, "op set 9", "13 to", "convert_version");
+  expect_error([&] { read(old); }, ErrorCode::kVersion, "node 0 (Relu)", "op set 9", "from op set 13", "convert_version");
+  auto future = base_model(onnx::kNewestOpset + 1);
+  add_input(future, "x", {"2"});
+  add_node(future, "Relu", {"x"}, {"y"});
+  add_output(future, "y");
+  expect_error([&] { read(future); }, ErrorCode::kVersion, "op set " + std::to_string(onnx::kNewestOpset + 1),
+               "up to " + std::to_string(onnx::kNewestOpset));
 }
 
 TEST(OnnxImport, BadTensorDataAndOverflowingShapesAreFormatErrors) {
