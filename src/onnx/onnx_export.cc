@@ -6,6 +6,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -14,6 +15,7 @@
 #include "spore/export.h"
 #include "spore/format.h"
 #include "spore/nn/cell.h"
+#include "ops/reduce_attrs.h"
 
 namespace spore {
 namespace {
@@ -218,7 +220,15 @@ void write_node(Writer& w, const ir::Node& n) {
     case OpId::k_min: return reduce("ReduceMin", false);
     case OpId::k_argmax:
     case OpId::k_argmin: {
-      NodeProto* p = w.node(n.def->id == OpId::k_argmax ? "ArgMax" : "ArgMin", {in(0)}, y);
+      const char* onnx_op = n.def->id == OpId::k_argmax ? "ArgMax" : "ArgMin";
+      if (a.i(0) == ops::kArgAxisAll) {  // over all elements: the flat index, as the registry gives it
+        NodeProto* p = w.node(onnx_op, {w.tmp("Reshape", {in(0), w.ints({-1})})}, a.b(1) ? w.fresh("argflat") : y);
+        Writer::attr(p, "axis", int64_t{0});
+        Writer::attr(p, "keepdims", int64_t{0});
+        if (a.b(1)) w.node("Reshape", {p->output(0), w.ints(std::vector<int64_t>(g.values[n.inputs[0]].dims.size(), 1))}, y);
+        return;
+      }
+      NodeProto* p = w.node(onnx_op, {in(0)}, y);
       Writer::attr(p, "axis", a.i(0));
       Writer::attr(p, "keepdims", (int64_t)a.b(1));
       return;
@@ -245,7 +255,13 @@ void write_node(Writer& w, const ir::Node& n) {
       return;
     }
     case OpId::k_matmul: return binary("MatMul");
-    case OpId::k_reshape: w.node("Reshape", {in(0), w.ints(a.ints(0))}, y); return;
+    case OpId::k_reshape: {
+      // ONNX reads a 0 in the shape as "copy the input's extent" unless allowzero is set.
+      const bool zero = std::find(a.ints(0).begin(), a.ints(0).end(), 0) != a.ints(0).end();
+      NodeProto* p = w.node("Reshape", {in(0), w.ints(a.ints(0))}, y);
+      if (zero) Writer::attr(p, "allowzero", int64_t{1});
+      return;
+    }
     case OpId::k_permute: Writer::attr(w.node("Transpose", {in(0)}, y), "perm", a.ints(0)); return;
     case OpId::k_slice:
       w.node("Slice", {in(0), w.ints({a.i(1)}), w.ints({a.i(2)}), w.ints({a.i(0)}), w.ints({a.i(3)})}, y);

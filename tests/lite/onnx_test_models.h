@@ -100,7 +100,8 @@ inline std::vector<ExportCase> export_cases() {
       Tensor n = dispatch1(OpId::k_rms_norm, {w, norm_w}, Attrs::of(1e-5));
       Tensor e = expand(reshape(sum(c, {2}), {2, 3, 1}), {2, 3, 4});
       Tensor flag = cast(logical_or(le(x, scalar_like(x, 0.0)), ne(g, sel)), DType::kFloat32);
-      return std::vector<Tensor>{add(add(n, e), flag), ids};
+      Tensor flat = argmin(x, std::nullopt, true);  // the flat index over all elements, kept as [1, 1, 1]
+      return std::vector<Tensor>{add(add(n, e), flag), ids, add(flat, argmax(x))};
     };
     out.push_back({"shapes_indexing", fn, {random_uniform({2, 3, 4}, 71, -2, 2)}, {}});
   }
