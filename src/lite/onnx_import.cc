@@ -174,7 +174,6 @@ struct NodeCtx {
 struct Mapper {
   std::string label;
   int64_t opset = 0;
-  const std::map<std::string, int64_t>* extents = nullptr;  // symbol -> extent for this pass
   ir::Graph g;
   std::vector<Tensor> probe;  // per value: a placeholder (or the data, for constants) for inference
   std::map<std::string, uint32_t> names;
@@ -979,7 +978,6 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
   Mapper m;
   m.label = label;
   m.opset = opset;
-  m.extents = &extents;
   std::set<std::string> initializer_names;
   for (int k = 0; k < graph.initializer_size(); ++k) {
     const TensorProto& t = graph.initializer(k);
@@ -1047,15 +1045,12 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
       c.in.push_back(v->second);
     }
     std::vector<uint32_t> outs = it->second(c);
-    int bound = 0;
     for (int o = 0; o < node.output_size(); ++o) {
       if (node.output(o).empty()) continue;
       if (o >= (int)outs.size()) c.unsupported("output " + std::to_string(o));
       if (m.names.count(node.output(o))) c.bad("output '" + node.output(o) + "' is already defined (names must be unique)");
       m.names[node.output(o)] = outs[o];
-      ++bound;
     }
-    (void)bound;
   }
   for (const auto& out : graph.output()) {
     auto v = m.names.find(out.name());

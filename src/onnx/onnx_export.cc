@@ -382,7 +382,7 @@ std::string ir_to_onnx_bytes(const ir::Model& m) {
   // Names: the IR's where given and unique, else v<id>.
   for (size_t i = 0; i < g.values.size(); ++i) {
     std::string n = g.values[i].name;
-    if (n.empty() || w.used.count(n)) n = "v" + std::to_string(i);
+    if (n.empty() || w.used.count(n)) n = std::string("v").append(std::to_string(i));
     while (w.used.count(n)) n += "_";
     w.used.insert(n);
     w.names.push_back(n);
