@@ -7,9 +7,13 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "spore/error.h"
 #include "spore/ir.h"
 
 namespace spore::onnx {
@@ -27,6 +31,29 @@ inline constexpr int64_t kNewestOpset = 28;  // ONNX 1.23: 22-28 changed only dt
 // dtype or domain Spore does not map, naming the op and the node). Never crashes on any input.
 ir::Model read_onnx(const std::filesystem::path& path);
 ir::Model read_onnx_bytes(std::span<const uint8_t> bytes, const std::string& label = "<memory>");
+
+// Thrown by read_onnx when the mapping needs the value of a graph input (the axes, a Reshape's
+// shape or Slice's starts given as an input rather than an initializer). Lite then maps the graph
+// at predict, with the inputs given (read_onnx_with_inputs), again whenever their shapes or those
+// values change.
+class InputValueNeeded : public Error {
+ public:
+  InputValueNeeded(std::string input, const std::string& message)
+      : Error(ErrorCode::kUnsupported, message), input_(std::move(input)) {}
+  const std::string& input() const { return input_; }
+
+ private:
+  std::string input_;
+};
+
+// Maps with every graph input given: their shapes are fixed and their values available to the
+// mapping. `used` receives the names of the inputs whose values the mapping read.
+ir::Model read_onnx_with_inputs(std::span<const uint8_t> bytes, const std::string& label,
+                                const std::map<std::string, Tensor>& inputs, std::vector<std::string>* used);
+
+// The graph's inputs and outputs (names, dtypes, dimensions) as declared, without mapping.
+std::pair<std::vector<ir::Value>, std::vector<ir::Value>> onnx_signature(std::span<const uint8_t> bytes,
+                                                                         const std::string& label);
 
 // Whether the ONNX op type (default domain) has a mapping here; the conformance runner's filter.
 bool onnx_op_mapped(const std::string& op_type);

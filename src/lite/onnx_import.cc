@@ -177,6 +177,8 @@ struct Mapper {
   ir::Graph g;
   std::vector<Tensor> probe;  // per value: a placeholder (or the data, for constants) for inference
   std::map<std::string, uint32_t> names;
+  const std::map<std::string, Tensor>* given = nullptr;  // read_onnx_with_inputs: every input's tensor
+  std::set<std::string> used;                             // the inputs whose values were read
 
   uint32_t push(ir::Value v, Tensor p) {
     g.values.push_back(std::move(v));
@@ -207,13 +209,20 @@ struct Mapper {
   DType dtype(uint32_t id) const { return probe[id].dtype(); }
   // The data of a value that must be known when the graph is mapped (a Reshape's shape, Slice's
   // starts): an initializer or a Constant.
-  const Tensor& data(const NodeCtx& c, uint32_t id, const char* what) const {
+  const Tensor& data(const NodeCtx& c, uint32_t id, const char* what) {
     const ir::Value& v = g.values[id];
+    if (v.kind == ir::ValueKind::kInput) {  // known only at predict (InputValueNeeded)
+      if (!v.data.defined())
+        throw InputValueNeeded(v.name, c.where + ": the " + what + " comes from the graph input '" + v.name +
+                                           "'; it is mapped when predict gives its value");
+      used.insert(v.name);
+      return v.data;
+    }
     if (v.kind != ir::ValueKind::kConstant && v.kind != ir::ValueKind::kParameter)
       c.unsupported(std::string("a computed ") + what + " (Spore needs it to be an initializer or a Constant)");
     return v.data;
   }
-  std::vector<int64_t> int_data(const NodeCtx& c, uint32_t id, const char* what) const {
+  std::vector<int64_t> int_data(const NodeCtx& c, uint32_t id, const char* what) {
     const Tensor& t = data(c, id, what);
     if (t.dtype() == DType::kInt64) return t.to_vector<int64_t>();
     if (t.dtype() == DType::kInt32) {
@@ -321,6 +330,19 @@ Handler reduce(OpId op, int64_t axes_input_from, bool square = false) {
     if (square) x = c.m.emit(c, OpId::k_mul, {x, x});
     if (axes.empty() && c.i("noop_with_empty_axes", 0) != 0) return std::vector<uint32_t>{c.m.emit(c, OpId::k_copy, {x})};
     if (axes.empty() && c.m.shape(x).ndim() == 0) return std::vector<uint32_t>{c.m.emit(c, OpId::k_copy, {x})};
+    if ((op == OpId::k_max || op == OpId::k_min) && c.m.shape(x).numel() == 0) {
+      // ONNX's max / min of an empty set is the identity (-inf / +inf, false / true), where the
+      // registry refuses; the result's shape is what a sum would give.
+      const DType t = c.m.dtype(x);
+      const bool max = op == OpId::k_max;
+      double identity;
+      if (t == DType::kBool) identity = max ? 0 : 1;
+      else if (is_floating(t)) identity = max ? -INFINITY : INFINITY;
+      else c.unsupported("the max or min of an empty integer tensor");
+      const uint32_t shaped = c.m.emit(c, OpId::k_sum, {c.m.cast_to(c, x, DType::kFloat32)}, Attrs::of(axes, keepdims));
+      const Shape& s = c.m.shape(shaped);
+      return std::vector<uint32_t>{c.m.emit(c, OpId::k_fill, {}, Attrs::of(std::vector<int64_t>(s.begin(), s.end()), identity, t))};
+    }
     return std::vector<uint32_t>{c.m.emit(c, op, {x}, Attrs::of(axes, keepdims))};
   };
 }
@@ -973,11 +995,13 @@ int64_t default_opset(const ModelProto& model, const std::string& label) {
   return opset;
 }
 
-ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t opset, const std::map<std::string, int64_t>& extents) {
+ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t opset, const std::map<std::string, int64_t>& extents,
+                    const std::map<std::string, Tensor>* given = nullptr, std::set<std::string>* used = nullptr) {
   const ::onnx::GraphProto& graph = model.graph();
   Mapper m;
   m.label = label;
   m.opset = opset;
+  m.given = given;
   std::set<std::string> initializer_names;
   for (int k = 0; k < graph.initializer_size(); ++k) {
     const TensorProto& t = graph.initializer(k);
@@ -999,6 +1023,18 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     if (!tt.has_shape()) fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' has no shape (its rank must be known)");
     std::vector<ir::Dim> dims;
     std::vector<int64_t> probe_shape;
+    if (given) {  // predict's tensor: its shape, fixed, and its value
+      auto t = given->find(in.name());
+      if (t == given->end()) fail(ErrorCode::kValue, label + ": no tensor given for input '" + in.name() + "'");
+      const Tensor v = t->second.to(Device::cpu()).contiguous();
+      if (v.dtype() != dtype || v.ndim() != tt.shape().dim_size())
+        fail(ErrorCode::kValue, label + ": input '" + in.name() + "' is " + dtype_name(v.dtype()) + v.shape().str() +
+                                    "; the model declares " + dtype_name(dtype) + " of rank " + std::to_string(tt.shape().dim_size()));
+      const uint32_t id = m.push({in.name(), ir::ValueKind::kInput, dtype, Mapper::dims_of(v.shape()), v}, Mapper::placeholder(v.shape(), dtype));
+      m.names[in.name()] = id;
+      m.g.inputs.push_back(id);
+      continue;
+    }
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
       const auto& dim = tt.shape().dim(d);
       std::string symbol;
@@ -1067,6 +1103,9 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     m.g.outputs.push_back(id);
   }
   if (m.g.outputs.empty()) fail(ErrorCode::kFormat, label + ": the graph has no outputs");
+  if (used) *used = m.used;
+  // An input's value was only for the mapping: the executor reads the tensor predict gives.
+  for (uint32_t id : m.g.inputs) m.g.values[id].data = Tensor();
   return std::move(m.g);
 }
 
@@ -1101,9 +1140,16 @@ void mark_symbols(ir::Graph& a, const ir::Graph& b, const std::map<std::pair<int
   }
 }
 
-ir::Model map_model(const ModelProto& model, const std::string& label) {
+ir::Model map_model(const ModelProto& model, const std::string& label, const std::map<std::string, Tensor>* given = nullptr,
+                    std::set<std::string>* used = nullptr) {
   if (!model.has_graph()) fail(ErrorCode::kFormat, label + ": not an ONNX model (it has no graph)");
   const int64_t opset = default_opset(model, label);
+  if (given) {  // every input given: fixed shapes, one mapping
+    ir::Model out;
+    out.producer_name = model.producer_name().empty() ? "onnx" : model.producer_name();
+    out.graph = map_graph(model, label, opset, {}, given, used);
+    return out;
+  }
   // The symbols, in order of appearance, and two extents for each.
   std::map<std::string, int64_t> first, second;
   std::map<std::pair<int64_t, int64_t>, std::string> by_pair;
@@ -1134,13 +1180,49 @@ ir::Model map_model(const ModelProto& model, const std::string& label) {
 
 bool onnx_op_mapped(const std::string& op_type) { return handlers().count(op_type) > 0; }
 
-ir::Model read_onnx_bytes(std::span<const uint8_t> bytes, const std::string& label) {
+namespace {
+ModelProto parse(std::span<const uint8_t> bytes, const std::string& label) {
   ModelProto model;
   if (bytes.size() > (size_t)std::numeric_limits<int>::max())
     fail(ErrorCode::kUnsupported, label + ": an ONNX file over 2 GiB (protobuf's limit) must keep its weights as external data");
   if (!model.ParseFromArray(bytes.data(), (int)bytes.size()))
     fail(ErrorCode::kFormat, label + ": not an ONNX model (the protobuf does not parse: truncated or not ONNX)");
-  return map_model(model, label);
+  return model;
+}
+
+ir::Value declared(const ::onnx::ValueInfoProto& v) {
+  ir::Value out{v.name(), ir::ValueKind::kInput, DType::kFloat32, {}, {}};
+  if (!v.type().has_tensor_type()) return out;
+  const auto& tt = v.type().tensor_type();
+  dtype_of(tt.elem_type(), out.dtype);
+  for (int d = 0; tt.has_shape() && d < tt.shape().dim_size(); ++d) {
+    const auto& dim = tt.shape().dim(d);
+    if (dim.has_dim_value()) out.dims.push_back({dim.dim_value(), {}});
+    else out.dims.push_back({-1, dim.dim_param().empty() ? v.name() + ":" + std::to_string(d) : dim.dim_param()});
+  }
+  return out;
+}
+}  // namespace
+
+ir::Model read_onnx_bytes(std::span<const uint8_t> bytes, const std::string& label) { return map_model(parse(bytes, label), label); }
+
+ir::Model read_onnx_with_inputs(std::span<const uint8_t> bytes, const std::string& label, const std::map<std::string, Tensor>& inputs,
+                                std::vector<std::string>* used) {
+  std::set<std::string> read;
+  ir::Model m = map_model(parse(bytes, label), label, &inputs, &read);
+  if (used) used->assign(read.begin(), read.end());
+  return m;
+}
+
+std::pair<std::vector<ir::Value>, std::vector<ir::Value>> onnx_signature(std::span<const uint8_t> bytes, const std::string& label) {
+  const ModelProto model = parse(bytes, label);
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  std::pair<std::vector<ir::Value>, std::vector<ir::Value>> out;
+  for (const auto& v : model.graph().input())
+    if (!initializers.count(v.name())) out.first.push_back(declared(v));
+  for (const auto& v : model.graph().output()) out.second.push_back(declared(v));
+  return out;
 }
 
 ir::Model read_onnx(const std::filesystem::path& path) {

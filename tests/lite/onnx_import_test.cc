@@ -188,6 +188,31 @@ TEST(OnnxImport, SymbolicBatchStaysSymbolicAndRunsAtAnyExtent) {
   expect_error([&] { model.predict({random_uniform({2, 4}, 3)}); }, ErrorCode::kValue, "input 'x'", "x: float32[N, 3]");
 }
 
+TEST(OnnxImport, AShapeGivenAsAnInputIsMappedAtPredict) {
+  TempDir dir;
+  auto m = base_model();
+  add_input(m, "x", {"2", "6"});
+  add_input(m, "shape", {"2"}, ::onnx::TensorProto::INT64);
+  add_node(m, "Reshape", {"x", "shape"}, {"r"});
+  add_node(m, "ReduceSum", {"r"}, {"y"});  // all axes: a [1, 1] result whatever the shape
+  add_node(m, "Softmax", {"r"}, {"z"});
+  add_output(m, "z");
+  add_output(m, "y");
+  const auto b = bytes_of(m);
+  std::ofstream(dir / "r.onnx", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+  lite::Model model = lite::Model::build_from_file(dir / "r.onnx");
+  EXPECT_EQ(model.inputs()[1].str(), "shape: int64[2]");
+  const Tensor x = random_uniform({2, 6}, 9, -1, 1);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 4}, {4, 3}, {3, 4}}) {
+    const Tensor s = Tensor::from_vector(shape, Shape{2});
+    const auto out = model.predict(std::vector<Tensor>{x, s});
+    EXPECT_EQ(out[0].to_vector<float>(), softmax(reshape(x, shape), -1).to_vector<float>()) << shape[0];
+    EXPECT_EQ(out[0].shape(), Shape(shape));
+  }
+  expect_error([&] { model.predict(std::vector<Tensor>{x, Tensor::from_vector(std::vector<int64_t>{5, 5}, Shape{2})}); }, ErrorCode::kShape,
+               "reshape");
+}
+
 TEST(OnnxImport, AnExtentBakedFromASymbolIsRefused) {
   auto m = base_model();
   add_input(m, "x", {"N", "3"});
