@@ -243,11 +243,12 @@ struct Mapper {
     } catch (const Error& e) {
       fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
     }
-    // Small results of constants are computed now (the registry's eager kernels, the same the
-    // executor would run), so that the mapping sees their values: a Range's limit from a Size, an
-    // axes input made by a Constant and a Sub.
+    // Small results of constants and initializers are computed now (the registry's eager kernels,
+    // the same the executor would run), so that the mapping sees their values: a Range's limit
+    // from a Size, an axes input made by a Constant and a Sub, a shape gathered from a Shape.
     bool foldable = def.writes_mask == 0 && inf.num_outputs == 1 && inf.outputs[0].shape.numel() <= 4096;
-    for (uint32_t id : ins) foldable = foldable && g.values[id].kind == ir::ValueKind::kConstant;
+    for (uint32_t id : ins)
+      foldable = foldable && (g.values[id].kind == ir::ValueKind::kConstant || g.values[id].kind == ir::ValueKind::kParameter);
     if (foldable) {
       try {
         return {constant(dispatch1(op, ts, attrs).contiguous())};
@@ -1114,8 +1115,9 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
 void mark_symbols(ir::Graph& a, const ir::Graph& b, const std::map<std::pair<int64_t, int64_t>, std::string>& by_pair,
                   const std::string& label) {
   auto baked = [&](const std::string& what) {
-    fail(ErrorCode::kUnsupported, label + ": " + what + " depends on the extent of a symbolic input dimension (a Shape "
-                                          "read, or a reshape to an explicit size); give the inputs fixed shapes");
+    // Not a static graph: Lite maps it at predict, for the shapes given (InputValueNeeded).
+    throw InputValueNeeded("", label + ": " + what + " depends on the extent of a symbolic input dimension (a Shape read, "
+                                       "or a reshape to an explicit size); it is mapped when predict gives the shapes");
   };
   if (a.nodes.size() != b.nodes.size() || a.values.size() != b.values.size()) baked("the mapped graph");
   for (size_t n = 0; n < a.nodes.size(); ++n) {

@@ -213,13 +213,40 @@ TEST(OnnxImport, AShapeGivenAsAnInputIsMappedAtPredict) {
                "reshape");
 }
 
-TEST(OnnxImport, AnExtentBakedFromASymbolIsRefused) {
+// A graph that reads a symbolic extent (Shape, as PyTorch's exports of a flatten do) is not
+// static: the importer says so, and Lite maps it at predict for each batch size.
+TEST(OnnxImport, AnExtentReadFromASymbolIsMappedAtPredict) {
+  TempDir dir;
   auto m = base_model();
-  add_input(m, "x", {"N", "3"});
+  add_input(m, "x", {"N", "2", "3"});
   add_node(m, "Shape", {"x"}, {"s"});
-  add_node(m, "Reshape", {"x", "s"}, {"y"});
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("first");
+  t->set_data_type(::onnx::TensorProto::INT64);
+  t->add_dims(1);
+  t->add_int64_data(0);
+  add_node(m, "Gather", {"s", "first"}, {"n"});
+  auto* minus = m.mutable_graph()->add_initializer();
+  minus->set_name("rest");
+  minus->set_data_type(::onnx::TensorProto::INT64);
+  minus->add_dims(1);
+  minus->add_int64_data(-1);
+  add_node(m, "Concat", {"n", "rest"}, {"shape"})->add_attribute()->set_name("axis");
+  m.mutable_graph()->mutable_node(2)->mutable_attribute(0)->set_type(::onnx::AttributeProto::INT);
+  m.mutable_graph()->mutable_node(2)->mutable_attribute(0)->set_i(0);
+  add_node(m, "Reshape", {"x", "shape"}, {"y"});
   add_output(m, "y");
-  expect_error([&] { read(m); }, ErrorCode::kUnsupported, "symbolic input dimension", "fixed shapes");
+  expect_error([&] { read(m); }, ErrorCode::kUnsupported, "symbolic input dimension", "mapped when predict gives the shapes");
+  const auto b = bytes_of(m);
+  std::ofstream(dir / "f.onnx", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+  lite::Model model = lite::Model::build_from_file(dir / "f.onnx");
+  EXPECT_EQ(model.inputs()[0].str(), "x: float32[N, 2, 3]");
+  for (int64_t n : {2, 5}) {
+    const Tensor x = random_uniform({n, 2, 3}, 4, -1, 1);
+    const auto y = model.predict(std::vector<Tensor>{x});
+    EXPECT_EQ(y[0].shape(), Shape({n, 6}));
+    EXPECT_EQ(y[0].to_vector<float>(), x.to_vector<float>());
+  }
 }
 
 TEST(OnnxImport, AnUnnamedTypeIsRefusedForOnnxFilesOfAnotherName) {
