@@ -67,7 +67,11 @@ ModelType detect(const std::filesystem::path& path, ModelType asked) {
 }
 
 TensorInfo info_of(const ir::Value& v, uint32_t id) {
-  TensorInfo t{v.name.empty() ? "%" + std::to_string(id) : v.name, v.dtype, {}, {}};
+  // The name built with append, not "%" + to_string(id): GCC 12 reports a false -Wrestrict on
+  // that concatenation at -O3 (a known false positive of its string inlining).
+  std::string name = v.name;
+  if (name.empty()) name.append("%").append(std::to_string(id));
+  TensorInfo t{std::move(name), v.dtype, {}, {}};
   for (const ir::Dim& d : v.dims) {
     t.shape.push_back(d.symbolic() ? -1 : d.extent);
     t.symbols.push_back(d.symbol);
