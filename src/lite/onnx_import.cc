@@ -379,28 +379,54 @@ uint32_t wrap_indices(NodeCtx& c, uint32_t index, int64_t extent) {
   return c.m.emit(c, OpId::k_where, {negative, c.m.emit(c, OpId::k_add, {index, n}), index});
 }
 
-// Conv and pool padding: ONNX's [top, left, bottom, right] (`pads`, already 2-D) must be
-// symmetric; auto_pad SAME_* resolves to it when the total is even.
-std::vector<int64_t> sym_pads(NodeCtx& c, const Shape& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                              const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
+// Conv and pool padding as [top, left, bottom, right] (`pads`, already 2-D): the attribute, or
+// auto_pad SAME_* (the odd cell at the end for UPPER, at the start for LOWER) or VALID.
+std::vector<int64_t> resolve_pads(NodeCtx& c, const Shape& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                  const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
   const std::string auto_pad = c.s("auto_pad", "NOTSET");
-  if (auto_pad == "VALID") return {0, 0};
+  if (auto_pad == "VALID") return {0, 0, 0, 0};
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    std::vector<int64_t> out;
+    std::vector<int64_t> out(4);
     for (int d = 0; d < 2; ++d) {
       const int64_t in = x[2 + d], s = strides[d], k = (kernel[d] - 1) * dilations[d] + 1;
+      if (s <= 0) c.bad("a stride <= 0");
       const int64_t o = (in + s - 1) / s;
       const int64_t total = std::max<int64_t>(0, (o - 1) * s + k - in);
-      if (total % 2) c.unsupported("auto_pad " + auto_pad + " with an odd total padding (" + std::to_string(total) + ")");
-      out.push_back(total / 2);
+      out[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      out[d + 2] = total - out[d];
     }
     return out;
   }
   if (auto_pad != "NOTSET") c.bad("auto_pad '" + auto_pad + "' is not an ONNX value");
-  if (pads[0] != pads[2] || pads[1] != pads[3]) c.unsupported("asymmetric pads");
   for (int64_t p : pads)
     if (p < 0) c.bad("a negative pad");
-  return {pads[0], pads[1]};
+  return pads;
+}
+
+// x with `begin` and `end` cells of `value` added along `axis` (negative: cells cut off).
+uint32_t pad_axis(NodeCtx& c, uint32_t x, int axis, int64_t begin, int64_t end, double value) {
+  if (begin < 0 || end < 0) {
+    const int64_t n = c.m.shape(x)[axis];
+    x = c.m.emit(c, OpId::k_slice, {x}, Attrs::of((int64_t)axis, std::max<int64_t>(0, -begin), n - std::max<int64_t>(0, -end), int64_t{1}));
+  }
+  std::vector<uint32_t> parts;
+  auto block = [&](int64_t extent) {
+    const Shape& s = c.m.shape(x);
+    std::vector<int64_t> shape(s.begin(), s.end());
+    shape[axis] = extent;
+    checked_numel(shape, c.where + " padding");
+    return c.m.emit(c, OpId::k_fill, {}, Attrs::of(shape, value, c.m.dtype(x)));
+  };
+  if (begin > 0) parts.push_back(block(begin));
+  parts.push_back(x);
+  if (end > 0) parts.push_back(block(end));
+  return parts.size() > 1 ? c.m.emit(c, OpId::k_concat, parts, Attrs::of((int64_t)axis)) : x;
+}
+
+// The registry's conv and pool pad symmetrically; other padding is added explicitly first.
+uint32_t pad_spatial(NodeCtx& c, uint32_t x, const std::vector<int64_t>& pads, double value) {
+  x = pad_axis(c, x, 2, pads[0], pads[2], value);
+  return pad_axis(c, x, 3, pads[1], pads[3], value);
 }
 
 // Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
@@ -445,8 +471,14 @@ std::vector<uint32_t> conv(NodeCtx& c) {
   std::vector<int64_t> kernel = {c.m.shape(w)[2], c.m.shape(w)[3]};
   if (c.has("kernel_shape") && sp.ints("kernel_shape", 1) != kernel) c.bad("kernel_shape does not match the weight's shape");
   const std::vector<int64_t> strides = sp.ints("strides", 1), dil = sp.ints("dilations", 1);
-  const std::vector<int64_t> pads = sym_pads(c, c.m.shape(x), kernel, strides, dil, sp.pads());
-  uint32_t y = c.m.emit(c, OpId::k_conv2d, {x, w}, Attrs::of(strides, pads, dil, c.i("group", 1)));
+  const std::vector<int64_t> p4 = resolve_pads(c, c.m.shape(x), kernel, strides, dil, sp.pads());
+  std::vector<int64_t> pads = {p4[0], p4[1]};
+  uint32_t in = x;
+  if (p4[0] != p4[2] || p4[1] != p4[3]) {  // asymmetric: zeros added first
+    in = pad_spatial(c, x, p4, 0.0);
+    pads = {0, 0};
+  }
+  uint32_t y = c.m.emit(c, OpId::k_conv2d, {in, w}, Attrs::of(strides, pads, dil, c.i("group", 1)));
   if (c.given(2)) y = c.m.emit(c, OpId::k_add, {y, c.m.reshape(c, c.in[2], {-1, 1, 1})});
   return {sp.out(y)};
 }
@@ -461,15 +493,24 @@ Handler pool(OpId op) {
     const std::vector<int64_t> kernel = sp.ints("kernel_shape", 1);
     const std::vector<int64_t> strides = sp.ints("strides", 1), dil = sp.ints("dilations", 1);
     if (dil[0] != 1 || dil[1] != 1) c.unsupported("dilated pooling");
-    const std::vector<int64_t> pads = sym_pads(c, c.m.shape(x), kernel, strides, dil, sp.pads());
-    // Spore's average pooling divides by the cells inside the input (count_include_pad = 0).
-    if (op == OpId::k_avg_pool2d && c.i("count_include_pad", 0) != 0 && (pads[0] || pads[1]))
-      c.unsupported("count_include_pad = 1 with padding");
-    if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1]) c.unsupported("padding over half the kernel");
+    const std::vector<int64_t> p4 = resolve_pads(c, c.m.shape(x), kernel, strides, dil, sp.pads());
+    const bool avg = op == OpId::k_avg_pool2d, include_pad = avg && c.i("count_include_pad", 0) != 0;
+    const bool any = p4[0] || p4[1] || p4[2] || p4[3];
+    // Spore pads symmetrically, at most half the kernel, and its average divides by the cells
+    // inside the input: other padding is added explicitly (-inf for max; zeros that count for an
+    // average with count_include_pad = 1); an average that must not count explicit padding is refused.
+    const bool explicit_pad = any && (p4[0] != p4[2] || p4[1] != p4[3] || 2 * p4[0] > kernel[0] || 2 * p4[1] > kernel[1] || include_pad);
+    if (explicit_pad && avg && !include_pad) c.unsupported("average pooling with asymmetric or wide padding and count_include_pad = 0");
+    if (explicit_pad && c.i("ceil_mode", 0) != 0) c.unsupported("ceil_mode with asymmetric or explicit padding");
     const DType t = c.m.dtype(x);
     // Max pooling of 8-bit integers: exact in float32 and back.
     const bool widen = op == OpId::k_max_pool2d && (t == DType::kUInt8 || t == DType::kInt8);
-    const uint32_t in = widen ? c.m.cast_to(c, x, DType::kFloat32) : x;
+    uint32_t in = widen ? c.m.cast_to(c, x, DType::kFloat32) : x;
+    std::vector<int64_t> pads = {p4[0], p4[1]};
+    if (explicit_pad) {
+      in = pad_spatial(c, in, p4, avg ? 0.0 : -INFINITY);
+      pads = {0, 0};
+    }
     const uint32_t y = c.m.emit(c, op, {in}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
     return std::vector<uint32_t>{sp.out(widen ? c.m.cast_to(c, y, t) : y)};
   };
@@ -870,6 +911,30 @@ std::vector<uint32_t> scatter_elements(NodeCtx& c) {
   return {c.m.emit(c, OpId::k_scatter_add, {x, index, c.at(2)}, Attrs::of((int64_t)axis))};
 }
 
+// Pad in constant mode: per axis, a negative pad is a slice and a positive one a concat with a
+// filled block (the constant_value, 0 by default). The other modes are not mapped.
+std::vector<uint32_t> pad(NodeCtx& c) {
+  const std::string mode = c.s("mode", "constant");
+  if (mode != "constant") c.unsupported("Pad in mode '" + mode + "'");
+  uint32_t x = c.at(0);
+  const int rank = c.m.shape(x).ndim();
+  const std::vector<int64_t> pads = c.m.int_data(c, c.at(1), "pads");
+  std::vector<int64_t> axes = c.given(3) ? c.m.int_data(c, c.in[3], "axes") : std::vector<int64_t>{};
+  if (axes.empty())
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  if (pads.size() != 2 * axes.size()) c.bad("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) + " axes");
+  double value = 0;
+  if (c.given(2)) {
+    const Tensor& v = c.m.data(c, c.in[2], "constant_value");
+    if (v.numel() != 1) c.bad("constant_value must hold one element");
+    value = v.to(DType::kFloat64).to_vector<double>()[0];
+  }
+  for (size_t k = 0; k < axes.size(); ++k)
+    x = pad_axis(c, x, normalize_axis(c, axes[k], rank), pads[k], pads[k + axes.size()], value);
+  if (x == c.at(0)) x = c.m.emit(c, OpId::k_copy, {x});
+  return {x};
+}
+
 const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> table = [] {
     std::map<std::string, Handler> t;
@@ -958,6 +1023,7 @@ const std::map<std::string, Handler>& handlers() {
     t["Split"] = split;
     t["Dropout"] = dropout;
     t["CastLike"] = cast_like;
+    t["Pad"] = pad;
     t["RMSNormalization"] = rms_normalization;
     t["ScatterElements"] = scatter_elements;
     t["Size"] = size_of;
