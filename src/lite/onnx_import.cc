@@ -804,8 +804,16 @@ std::vector<uint32_t> split(NodeCtx& c) {
 std::vector<uint32_t> dropout(NodeCtx& c) {
   if (c.given(2)) {
     const Tensor& training = c.m.data(c, c.in[2], "training_mode");
-    if (training.numel() != 1 || dispatch1(OpId::k_cast, {training}, Attrs::of(DType::kFloat64)).to_vector<double>()[0] != 0)
-      c.unsupported("Dropout in training mode");
+    if (training.numel() != 1) c.bad("training_mode must hold one element");
+    const bool training_on = training.to(DType::kFloat64).to_vector<double>()[0] != 0;
+    // Training with a ratio of 0 keeps every element too; any other ratio draws random masks.
+    double ratio = 0.5;
+    if (training_on && c.given(1)) {
+      const Tensor& r = c.m.data(c, c.in[1], "ratio");
+      if (r.numel() != 1) c.bad("ratio must hold one element");
+      ratio = r.to(DType::kFloat64).to_vector<double>()[0];
+    }
+    if (training_on && ratio != 0) c.unsupported("Dropout in training mode (random masks)");
   }
   // In inference every element is kept: the mask is all true.
   const Shape& s = c.m.shape(c.at(0));
@@ -1044,7 +1052,8 @@ const std::map<std::string, Handler>& handlers() {
 // The oldest op set whose version of the op has the semantics mapped here: 13 for most (axes
 // as inputs, one-axis Softmax, Dropout's inputs), older for ops unchanged since.
 int64_t oldest_opset(const std::string& op) {
-  static const std::map<std::string, int64_t> older = {{"And", 7}, {"Or", 7}, {"Xor", 7}, {"Not", 1}};
+  // Dropout from 10 (a bool mask; in inference every version is the identity).
+  static const std::map<std::string, int64_t> older = {{"And", 7}, {"Or", 7}, {"Xor", 7}, {"Not", 1}, {"Dropout", 10}};
   auto it = older.find(op);
   return it == older.end() ? kOldestOpset : it->second;
 }
