@@ -20,7 +20,7 @@ namespace spore::onnx {
 
 // The default-domain op-set versions the importer reads (the ops it maps have the semantics of
 // these versions; an older model is refused naming its version and the way out).
-// Most mapped ops are read from op set 13 (And, Or, Xor and Not, unchanged since, from 7 and 1);
+// Most mapped ops are read from op set 13 (And, Or and Xor from 7, Dropout from 10, Not from 1);
 // an older node is kVersion naming the op and the conversion.
 inline constexpr int64_t kOldestOpset = 13;
 inline constexpr int64_t kNewestOpset = 28;  // ONNX 1.23: 22-28 changed only dtype lists of the mapped ops
