@@ -912,11 +912,21 @@ std::vector<uint32_t> rms_normalization(NodeCtx& c) {
 // summed at the indices); the other reductions are not mapped.
 std::vector<uint32_t> scatter_elements(NodeCtx& c) {
   const std::string reduction = c.s("reduction", "none");
-  if (reduction != "add") c.unsupported("ScatterElements with reduction '" + reduction + "'");
+  if (reduction != "add" && reduction != "none") c.unsupported("ScatterElements with reduction '" + reduction + "'");
   const uint32_t x = c.at(0);
   const int axis = normalize_axis(c, c.i("axis", 0), c.m.shape(x).ndim());
   const uint32_t index = wrap_indices(c, c.at(1), c.m.shape(x)[axis]);
-  return {c.m.emit(c, OpId::k_scatter_add, {x, index, c.at(2)}, Attrs::of((int64_t)axis))};
+  if (reduction == "add") return {c.m.emit(c, OpId::k_scatter_add, {x, index, c.at(2)}, Attrs::of((int64_t)axis))};
+  // "none" writes the updates (ONNX leaves duplicate indices undefined): the updates scattered
+  // onto zeros where a scattered count of ones marks the positions written, x elsewhere.
+  auto filled = [&](uint32_t like, double v) {
+    const Shape& s = c.m.shape(like);
+    return c.m.emit(c, OpId::k_fill, {}, Attrs::of(std::vector<int64_t>(s.begin(), s.end()), v, c.m.dtype(x)));
+  };
+  const uint32_t written = c.m.emit(c, OpId::k_gt, {c.m.emit(c, OpId::k_scatter_add, {filled(x, 0), index, filled(c.at(2), 1)}, Attrs::of((int64_t)axis)),
+                                                   c.m.scalar(0, c.m.dtype(x))});
+  const uint32_t updates = c.m.emit(c, OpId::k_scatter_add, {filled(x, 0), index, c.at(2)}, Attrs::of((int64_t)axis));
+  return {c.m.emit(c, OpId::k_where, {written, updates, x})};
 }
 
 // Pad in constant mode: per axis, a negative pad is a slice and a positive one a concat with a
