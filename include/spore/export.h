@@ -53,4 +53,15 @@ void export_model(const TensorsFn& fn, const std::vector<Tensor>& example_inputs
 void export_model(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
                   const ExportOptions& options = {});
 
+// ONNX (op set 17) of the same traced graph (NOTE [ONNX]): the names and dynamic axes of
+// `options` apply (a symbolic dimension becomes a dim_param), ir_version does not, and the graph
+// passes are off (fusion has no ONNX op). The ONNX library's checker validates the model before
+// it is written. kUnsupported naming the op and node for an op with no ONNX equivalent.
+void export_onnx(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
+                 const ExportOptions& options = {});
+void export_onnx(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
+                 const ExportOptions& options = {});
+// An IR model as the bytes of a checked ONNX ModelProto.
+std::string ir_to_onnx_bytes(const ir::Model& model);
+
 }  // namespace spore

@@ -8,6 +8,7 @@
 #include "spore/error.h"
 #include "spore/ir.h"
 #include "spore/lite.h"
+#include "spore/onnx.h"
 
 namespace spore::lite {
 
@@ -38,27 +39,34 @@ struct Model::Impl {
   int num_threads = 0;
   std::unique_ptr<Executor> executor;
   std::vector<std::vector<int64_t>> fixed;  // per input: extents after resize (-1: still free)
+  Device device;
+  // An ONNX graph whose mapping needs the values of some inputs (onnx::InputValueNeeded): mapped
+  // at predict, again when the inputs' shapes or the values it read change (NOTE [ONNX]).
+  std::vector<uint8_t> onnx_bytes;
+  bool map_at_predict = false;
+  std::vector<std::string> values_read;
+  std::string mapped_for;  // the shapes and values the executor was mapped for
 };
 
 namespace {
 
 // The format by content: Spore IR's magic; an ONNX or MindIR protobuf otherwise (their first
 // byte is a field tag, which cannot tell them apart reliably, so the type must be named).
-ModelType detect(const std::filesystem::path& path) {
+ModelType detect(const std::filesystem::path& path, ModelType asked) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(ErrorCode::kIO, "cannot open model file " + path.string());
   char head[8] = {};
   f.read(head, 8);
   if (f.gcount() == 8 && std::memcmp(head, ir::kMagic, 8) == 0) return ModelType::kSpore;
   const std::string ext = path.extension().string();
+  if (asked == ModelType::kONNX || asked == ModelType::kMindIR) return asked;  // named by the caller
   if (ext == ".onnx") return ModelType::kONNX;
   if (ext == ".mindir") return ModelType::kMindIR;
   throw Error(ErrorCode::kFormat, path.string() + ": not a Spore IR file, and the name says neither .onnx nor "
                                                   ".mindir; pass the ModelType explicitly");
 }
 
-TensorInfo info_of(const ir::Graph& g, uint32_t id) {
-  const ir::Value& v = g.values[id];
+TensorInfo info_of(const ir::Value& v, uint32_t id) {
   // The name built with append, not "%" + to_string(id): GCC 12 reports a false -Wrestrict on
   // that concatenation at -O3 (a known false positive of its string inlining).
   std::string name = v.name;
@@ -102,24 +110,47 @@ Model::~Model() = default;
 
 Model Model::build_from_file(const std::filesystem::path& path, ModelType type, const Context& context) {
   const std::string label = path.string();
-  const ModelType actual = detect(path);
+  const ModelType actual = detect(path, type);
   if (type != ModelType::kAuto && type != actual)
     throw Error(ErrorCode::kFormat, label + " is a " + model_type_name(actual) + " file, but ModelType " +
                                         model_type_name(type) + " was asked for; pass ModelType " +
                                         model_type_name(actual) + " (or auto)");
-  if (actual != ModelType::kSpore)
+  if (actual == ModelType::kMindIR)
     throw Error(ErrorCode::kUnsupported, label + ": Lite does not read " + model_type_name(actual) +
                                              " files in this build yet; export the network to Spore IR "
                                              "(spore::export_model) and load that");
   // The format first: a version or corruption problem is reported before any target is touched.
-  ir::Model m = ir::read_model(path);
+  // An ONNX file is mapped onto registry ops into the same IR model (NOTE [ONNX]).
   auto impl = std::make_unique<Impl>();
   impl->label = label;
   impl->num_threads = context.num_threads;
-  for (uint32_t id : m.graph.inputs) impl->inputs.push_back(info_of(m.graph, id));
-  for (uint32_t id : m.graph.outputs) impl->outputs.push_back(info_of(m.graph, id));
+  ir::Model m;
+  if (actual == ModelType::kONNX) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error(ErrorCode::kIO, "cannot open model file " + label);
+    impl->onnx_bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    try {
+      m = onnx::read_onnx_bytes(impl->onnx_bytes, label);
+      impl->onnx_bytes.clear();
+    } catch (const onnx::InputValueNeeded&) {
+      impl->map_at_predict = true;
+    }
+  } else {
+    m = ir::read_model(path);
+  }
+  if (impl->map_at_predict) {
+    auto [ins, outs] = onnx::onnx_signature(impl->onnx_bytes, label);
+    for (size_t i = 0; i < ins.size(); ++i) impl->inputs.push_back(info_of(ins[i], (uint32_t)i));
+    for (size_t i = 0; i < outs.size(); ++i) impl->outputs.push_back(info_of(outs[i], (uint32_t)i));
+    for (const TensorInfo& t : impl->inputs) impl->fixed.push_back(t.shape);
+    impl->device = choose_target(context, label, impl->target, impl->skipped);
+    return Model(std::move(impl));
+  }
+  for (uint32_t id : m.graph.inputs) impl->inputs.push_back(info_of(m.graph.values[id], id));
+  for (uint32_t id : m.graph.outputs) impl->outputs.push_back(info_of(m.graph.values[id], id));
   for (const TensorInfo& t : impl->inputs) impl->fixed.push_back(t.shape);
   const Device device = choose_target(context, label, impl->target, impl->skipped);
+  impl->device = device;
   impl->executor = std::make_unique<Executor>(std::move(m.graph), device, label);
   Model model(std::move(impl));
   // Fully fixed signatures are planned now, so every op error surfaces here, not at predict.
@@ -180,7 +211,7 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& inputs) {
   if (inputs.size() != m.inputs.size())
     throw Error(ErrorCode::kValue, m.label + ": predict got " + std::to_string(inputs.size()) + " inputs; the model takes " +
                                        std::to_string(m.inputs.size()) + " " + signature());
-  const Device device = m.executor->device();
+  const Device device = m.device;
   std::vector<Shape> shapes;
   std::vector<Tensor> ready;
   std::map<std::string, int64_t> bound;
@@ -212,6 +243,29 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& inputs) {
   settings.device = device;
   settings.num_threads = m.num_threads;
   ContextScope scope(settings);
+  if (m.map_at_predict) {
+    // The mapping depends on the inputs' shapes and on the values it read: mapped again when they change.
+    auto key_of = [&] {
+      std::string key;
+      for (const Shape& s : shapes) key += s.str();
+      for (const std::string& name : m.values_read)
+        for (size_t i = 0; i < m.inputs.size(); ++i)
+          if (m.inputs[i].name == name) {
+            const std::vector<uint8_t> b = ready[i].to(Device::cpu()).contiguous().to_bytes();
+            key += "|" + name + "=" + std::string(b.begin(), b.end());
+          }
+      return key;
+    };
+    if (!m.executor || key_of() != m.mapped_for) {
+      std::map<std::string, Tensor> given;
+      for (size_t i = 0; i < m.inputs.size(); ++i) given[m.inputs[i].name] = ready[i];
+      ir::Model mapped = onnx::read_onnx_with_inputs(m.onnx_bytes, m.label, given, &m.values_read);
+      m.executor = std::make_unique<Executor>(std::move(mapped.graph), device, m.label);
+      m.outputs.clear();
+      for (uint32_t id : m.executor->graph().outputs) m.outputs.push_back(info_of(m.executor->graph().values[id], id));
+      m.mapped_for = key_of();
+    }
+  }
   if (!m.executor->planned_for(shapes)) m.executor->plan(shapes);
   return m.executor->run(ready);
 }

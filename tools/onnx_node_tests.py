@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""ONNX backend node-test conformance for Spore Lite (NOTE [ONNX] in docs/design.md).
+
+Writes out every case of onnx.backend.test.case.node.collect_testcases() (model, inputs, expected
+outputs, tolerances), runs them all through Spore Lite with the onnx_node_runner binary, and
+writes the pass/fail table. Cases whose ops Spore does not map are listed as unmapped; every
+other case counts as mapped and must pass.
+
+Rerun (venv: bash scripts/install-py-peers.sh onnx; build: the onnx_node_runner target):
+  .venv-peers/bin/python tools/onnx_node_tests.py --runner build/release/tests/onnx_node_runner \
+      --table bench/onnx_node_tests.md
+  # and, to refresh the small committed regression subset that ctest runs:
+  .venv-peers/bin/python tools/onnx_node_tests.py --runner ... --subset tests/fixtures/onnx/node
+"""
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+warnings.filterwarnings("ignore")
+import onnx  # noqa: E402
+import onnx.numpy_helper  # noqa: E402
+from onnx.backend.test.case.node import collect_testcases  # noqa: E402
+
+# numpy dtypes the runner's npy reader takes (Spore's b1 i1 u1 i4 i8 f2 f4 f8).
+STORABLE = {np.dtype(t) for t in ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64")}
+
+
+def write_case(case, root):
+    """Writes one case; returns None, or why it cannot be written as plain arrays."""
+    if not case.data_sets:
+        return "no data set"
+    inputs, outputs = case.data_sets[0]
+
+    def plain(a):  # numpy scalars and TensorProtos as arrays; sequences and optionals stay as they are
+        if isinstance(a, onnx.TensorProto):
+            return onnx.numpy_helper.to_array(a)
+        return np.asarray(a) if isinstance(a, np.generic) else a
+
+    inputs, outputs = [plain(a) for a in inputs], [plain(a) for a in outputs]
+    arrays = list(inputs) + list(outputs)
+    for a in arrays:
+        if not isinstance(a, np.ndarray) or a.dtype not in STORABLE:
+            kind = type(a).__name__ if not isinstance(a, np.ndarray) else str(a.dtype)
+            return f"non-tensor or unstorable data ({kind})"
+    d = os.path.join(root, case.name)
+    os.makedirs(d, exist_ok=True)
+    onnx.save_model(case.model, os.path.join(d, "model.onnx"))
+    for k, a in enumerate(inputs):
+        np.save(os.path.join(d, f"input_{k}.npy"), np.array(a, order="C"))
+    for k, a in enumerate(outputs):
+        np.save(os.path.join(d, f"output_{k}.npy"), np.array(a, order="C"))
+    with open(os.path.join(d, "tolerance.txt"), "w") as f:
+        f.write(f"{case.rtol!r} {case.atol!r}\n")
+    return None
+
+
+def ops_of(case):
+    return sorted({n.op_type for n in case.model.graph.node})
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runner", required=True, help="the onnx_node_runner binary")
+    p.add_argument("--table", help="write the markdown pass/fail table here")
+    p.add_argument("--subset", help="copy a small set of passing cases (one per op) into this folder")
+    p.add_argument("--subset-max-bytes", type=int, default=4096, help="largest case folder the subset takes")
+    p.add_argument("--subset-count", type=int, default=48, help="how many cases the subset takes")
+    p.add_argument("--work", help="folder for the written cases (default: a temporary one)")
+    args = p.parse_args()
+
+    cases = [c for c in collect_testcases() if c.kind == "node"]
+    work = args.work or tempfile.mkdtemp(prefix="onnx_node_")
+    skipped = {}
+    for c in cases:
+        why = write_case(c, work)
+        if why:
+            skipped[c.name] = why
+    run = subprocess.run([args.runner, work], capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"onnx_node_runner failed ({run.returncode}): {run.stderr[-2000:]}")
+    results = {}
+    for line in run.stdout.splitlines():
+        name, status, detail = (line.split("\t") + ["", ""])[:3]
+        detail = detail.replace(os.path.join(work, name, "model.onnx") + ": ", "")
+        results[name] = (status, detail)
+    by_case = {c.name: c for c in cases}
+    counts = collections.Counter(s for s, _ in results.values())
+    mapped = sum(v for k, v in counts.items() if k != "unmapped")
+    print(f"{len(cases)} node cases; {len(skipped)} not written (non-tensor data); {len(results)} run: "
+          f"{mapped} mapped, {counts['pass']} passed, {counts['fail']} failed, {counts['refused']} refused, "
+          f"{counts['error']} errors; {counts['unmapped']} unmapped")
+
+    if args.table:
+        unmapped_ops = collections.Counter()
+        for name, (status, detail) in results.items():
+            if status == "unmapped":
+                for op in detail.split(","):
+                    unmapped_ops[op] += 1
+        with open(args.table, "w") as f:
+            f.write("# ONNX backend node tests in Spore Lite\n\n")
+            f.write(f"onnx {onnx.__version__}, written by tools/onnx_node_tests.py (rerun it to refresh).\n\n")
+            f.write(f"| cases | not written (non-tensor data) | run | mapped | passed | failed | refused | errors | unmapped |\n")
+            f.write("|---|---|---|---|---|---|---|---|---|\n")
+            f.write(f"| {len(cases)} | {len(skipped)} | {len(results)} | {mapped} | {counts['pass']} | {counts['fail']} | "
+                    f"{counts['refused']} | {counts['error']} | {counts['unmapped']} |\n\n")
+            f.write("## Mapped cases that do not pass\n\n| case | ops | status | detail |\n|---|---|---|---|\n")
+            for name in sorted(results):
+                status, detail = results[name]
+                if status in ("fail", "refused", "error"):
+                    f.write(f"| {name} | {' '.join(ops_of(by_case[name]))} | {status} | {detail.replace('|', '/')[:200]} |\n")
+            f.write("\n## Passing cases\n\n")
+            f.write(", ".join(n for n in sorted(results) if results[n][0] == "pass") + "\n")
+            f.write("\n## Unmapped ops (cases)\n\n")
+            f.write(", ".join(f"{op} ({n})" for op, n in sorted(unmapped_ops.items())) + "\n")
+
+    if args.subset:
+        if os.path.isdir(args.subset):
+            shutil.rmtree(args.subset)
+        os.makedirs(args.subset)
+        # The smallest passing case of each op combination, then an even spread of those.
+        best = {}
+        for name in sorted(results):
+            if results[name][0] != "pass":
+                continue
+            d = os.path.join(work, name)
+            size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+            key = " ".join(ops_of(by_case[name]))
+            if size <= args.subset_max_bytes and (key not in best or size < best[key][0]):
+                best[key] = (size, name)
+        keys = sorted(best)
+        step = max(1.0, len(keys) / args.subset_count)
+        chosen = sorted({best[keys[int(i * step)]][1] for i in range(min(args.subset_count, len(keys)))})
+        for name in chosen:
+            shutil.copytree(os.path.join(work, name), os.path.join(args.subset, name))
+        print(f"subset: {len(chosen)} cases in {args.subset}")
+
+
+if __name__ == "__main__":
+    main()
