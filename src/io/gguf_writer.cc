@@ -11,7 +11,7 @@ namespace spore {
 namespace {
 
 constexpr uint32_t kVersion = 3;
-constexpr size_t kMaxDims = 4;  // GGML_MAX_DIMS
+constexpr size_t kMaxGgufDims = 4;  // GGML_MAX_DIMS
 
 [[noreturn]] void bad_value(const std::string& key, const std::string& why) {
   throw Error(ErrorCode::kValue, "GGUF writer: metadata '" + key + "' " + why);
@@ -190,18 +190,23 @@ GgufValue gguf_float32s(const std::vector<float>& items) {
   return gguf_array(GgufType::kFloat32, std::move(v));
 }
 
-uint64_t ggml_tensor_bytes(GgmlType type, const std::vector<uint64_t>& dims) {
+namespace {
+uint64_t checked_bytes(GgmlType type, const std::vector<uint64_t>& dims, const std::string& name) {
+  const std::string what = name.empty() ? std::string("a tensor") : "tensor '" + name + "'";
   const GgmlTypeInfo ti = ggml_type_info(type);
   uint64_t n = 1;
   for (uint64_t d : dims)
     if (__builtin_mul_overflow(n, d, &n) || n > (uint64_t)INT64_MAX)
-      throw Error(ErrorCode::kValue, "GGUF writer: tensor dimensions overflow");
+      throw Error(ErrorCode::kValue, "GGUF writer: " + what + " has dimensions whose product overflows");
   if (!dims.empty() && dims[0] % ti.block_size != 0)
-    throw Error(ErrorCode::kValue, std::string("GGUF writer: a ") + ti.name + " tensor's first dimension (" +
-                                       std::to_string(dims[0]) + ") must be a multiple of its block size " +
+    throw Error(ErrorCode::kValue, "GGUF writer: " + what + " of type " + ti.name + " has a first dimension (" +
+                                       std::to_string(dims[0]) + ") that is not a multiple of its block size " +
                                        std::to_string(ti.block_size));
   return n / ti.block_size * ti.block_bytes;
 }
+}  // namespace
+
+uint64_t ggml_tensor_bytes(GgmlType type, const std::vector<uint64_t>& dims) { return checked_bytes(type, dims, ""); }
 
 bool GgufWriter::contains(std::string_view key) const {
   for (const auto& [k, v] : kv_)
@@ -231,15 +236,11 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_
   if (name.empty()) throw Error(ErrorCode::kValue, "GGUF writer: a tensor name is empty");
   for (const Tensor& t : tensors_)
     if (t.name == name) throw Error(ErrorCode::kValue, "GGUF writer: tensor '" + name + "' is added twice");
-  if (dims.size() > kMaxDims)
+  if (dims.size() > kMaxGgufDims)
     throw Error(ErrorCode::kValue, "GGUF writer: tensor '" + name + "' has " + std::to_string(dims.size()) +
                                        " dimensions; GGUF allows at most 4");
   Tensor t;
-  try {
-    t.nbytes = ggml_tensor_bytes(type, dims);
-  } catch (const Error& e) {
-    throw Error(e.code(), std::string(e.what()) + " (tensor '" + name + "')");
-  }
+  t.nbytes = checked_bytes(type, dims, name);
   t.name = std::move(name);
   t.type = type;
   t.dims = std::move(dims);
@@ -251,7 +252,7 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_
 
 void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
                             std::vector<uint8_t> bytes) {
-  const uint64_t want = ggml_tensor_bytes(type, dims);
+  const uint64_t want = checked_bytes(type, dims, name);
   if (bytes.size() != want)
     throw Error(ErrorCode::kValue, "GGUF writer: tensor '" + name + "' of type " + ggml_type_info(type).name +
                                        " needs " + std::to_string(want) + " bytes, got " +
@@ -262,7 +263,8 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_
 
 void GgufWriter::write_to(FileSink& sink) const {
   Bytes h;
-  h.out = {'G', 'G', 'U', 'F'};
+  h.out.reserve(1 << 16);
+  for (char c : {'G', 'G', 'U', 'F'}) h.out.push_back((uint8_t)c);
   h.pod<uint32_t>(kVersion);
   h.pod<uint64_t>(tensors_.size());
   h.pod<uint64_t>(kv_.size());

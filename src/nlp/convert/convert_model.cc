@@ -271,7 +271,9 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   if (auto eps = opt_number(config, "rms_norm_eps")) w.set_f32(a + ".attention.layer_norm_rms_epsilon", (float)*eps);
   const bool has_head_dim = config.contains("head_dim") && config["head_dim"].is_number_integer();
   const int64_t head_dim = has_head_dim ? need_int(config, "head_dim", config_path) : hidden / heads;
-  if (has_head_dim) {
+  // transformers' LlamaConfig always carries head_dim, so llama.cpp writes the lengths for llama
+  // even when config.json leaves head_dim out.
+  if (has_head_dim || arch.llama_extras) {
     w.set_u32(a + ".attention.key_length", (uint32_t)head_dim);
     w.set_u32(a + ".attention.value_length", (uint32_t)head_dim);
   }
