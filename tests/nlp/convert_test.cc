@@ -19,6 +19,8 @@
 #include "spore/format.h"
 #include "spore/gguf.h"
 #include "spore/half.h"
+#include "spore/llm.h"
+#include "spore/ops.h"
 #include "spore/nlp/convert.h"
 #include "spore/nlp/tokenizer.h"
 #include "spore/quant.h"
@@ -210,7 +212,7 @@ void expect_within_bound(const std::string& arch, const std::string& type) {
   const nlp::ConvertReport report = nlp::convert_hf_to_gguf(m.dir(), m.out(type), o);
   const GgufFile g(m.out(type));
   const QuantType want = *parse_quant_type(type);
-  int quantized = 0, fell_back = 0;
+  int quantized = 0, fell_back = 0, matmul_checked = 0;
   for (const nlp::ConvertedTensor& t : report.tensors) {
     if (t.source.rfind("(", 0) == 0) continue;  // generated (rope_freqs)
     const Source& s = m.source(t.source);
@@ -259,6 +261,27 @@ void expect_within_bound(const std::string& arch, const std::string& type) {
       }
     }
     EXPECT_GT(worst, 0.05) << t.name << ": suspiciously exact";
+    // The bytes are the layout matmul_q reads in place: x times the mapped weight equals x times
+    // the dequantised rows (float64 reference).
+    if (matmul_checked++ == 0) {
+      const Tensor w = reshape(g.tensor(t.name), std::vector<int64_t>{rows, (int64_t)row_bytes});
+      const std::vector<double> xv = test::random_values(2 * cols, DType::kFloat32, -1, 1, 11);
+      const Tensor y = matmul_q(test::make_tensor(xv, Shape{2, cols}, DType::kFloat32), w, type);
+      const std::vector<float> got = y.to_vector<float>();
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(want, bytes.subspan((size_t)r * row_bytes, row_bytes), deq);
+        for (int i = 0; i < 2; ++i) {
+          // The kernels quantise x to 8 bits per block as llama.cpp's do (|x| <= 1: an error of at
+          // most 1/254 per element), far below what a misread block layout would give.
+          double ref = 0, scale = 0;
+          for (int64_t k = 0; k < cols; ++k) {
+            ref += xv[(size_t)(i * cols + k)] * deq[(size_t)k];
+            scale += std::fabs(deq[(size_t)k]);
+          }
+          ASSERT_NEAR(got[(size_t)(i * rows + r)], ref, scale / 254 + 1e-4) << t.name << " row " << r;
+        }
+      }
+    }
   }
   if (arch == "llama" && want == QuantType::kQ4_K) EXPECT_GT(fell_back, 0);  // 64- and 160-value rows
   else EXPECT_GT(quantized, 0);

@@ -1,5 +1,7 @@
 // spore convert HF_DIR OUT.gguf --type TYPE: a Hugging Face model directory to GGUF
 // (include/spore/nlp/convert.h). Progress on stderr; a summary on stdout.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -27,7 +29,7 @@ void add_convert_command(CLI::App& app, Handlers& h) {
   cmd->callback([&h, dir, out, opts, quiet] {
     h.action = [dir, out, opts, quiet] {
       nlp::ConvertOptions o = *opts;
-      if (!*quiet)
+      if (!*quiet && ::isatty(2))  // a progress line rewritten in place: for a terminal only
         o.progress = [](size_t done, size_t total, const std::string& name) {
           std::fprintf(stderr, "\r  [%zu/%zu] %-40s", done, total, name.c_str());
           if (done == total) std::fprintf(stderr, "\n");
