@@ -221,6 +221,21 @@ def summarize(path: str, f32_path: str | None = None) -> dict:
     return {"metadata": meta, "tensors": tensors}
 
 
+def quantizer_reference() -> dict:
+    """llama.cpp's reference quantisers (gguf-py's numpy ports of quantize_row_*_ref) on 256
+    blocks of weight_values(1000, ..., 16): the largest and the mean |dequantised - x|, which the
+    test holds Spore's quantisers to."""
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import quantize, dequantize
+    x = weight_values(1000, 32 * 256, 16).reshape(8, 1024)
+    out = {}
+    for name, q in (("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1)):
+        err = np.abs(dequantize(quantize(x, q), q).astype(np.float64) - x.astype(np.float64))
+        out[name] = {"index": 1000, "bits": 16, "rows": 8, "cols": 1024,
+                     "max_error": float(err.max()), "mean_error": float(err.mean())}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-cpp", required=True, help="llama.cpp source tree (vendor/llama.cpp of llama-cpp-python)")
@@ -240,7 +255,7 @@ def main() -> int:
         return original_sp(self)
     base.TextModel._create_vocab_sentencepiece = sentencepiece_vocab
 
-    reference = {"vocab_size": VOCAB, "models": {}}
+    reference = {"vocab_size": VOCAB, "models": {}, "quantizers": quantizer_reference()}
     work = tempfile.mkdtemp(prefix="spore_convert_ref_")
     try:
         for arch, spec in ARCHS.items():

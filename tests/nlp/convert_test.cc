@@ -292,6 +292,34 @@ TEST(Convert, Qwen2Q4_1WithinBound) { expect_within_bound("qwen2", "q4_1"); }
 TEST(Convert, Qwen3Q4_KWithinBound) { expect_within_bound("qwen3", "q4_k"); }
 TEST(Convert, LlamaQ4_KFallsBackWhereRowsDoNotFill) { expect_within_bound("llama", "q4_k"); }
 
+// Spore's quantisers (include/spore/quant.h) against llama.cpp's reference ones (gguf-py's ports of
+// quantize_row_*_ref, run by tools/make_convert_fixtures.py on the same values): no larger an
+// error, at most and on average.
+TEST(Convert, QuantisersAreAsAccurateAsLlamaCpps) {
+  for (const auto& [name, ref] : reference()["quantizers"].items()) {
+    SCOPED_TRACE(name);
+    const QuantType q = *parse_quant_type(name);
+    const int64_t rows = ref["rows"], cols = ref["cols"];
+    const std::vector<float> x = weight_values(ref["index"].get<uint64_t>(), rows * cols, ref["bits"].get<int>());
+    std::vector<uint8_t> bytes(quant_row_bytes(q, cols));
+    std::vector<float> back((size_t)cols);
+    double worst = 0, sum = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::span<const float> row(x.data() + r * cols, (size_t)cols);
+      quantize_row(q, row, bytes);
+      dequantize_row(q, bytes, back);
+      for (int64_t k = 0; k < cols; ++k) {
+        const double e = std::fabs((double)back[(size_t)k] - row[(size_t)k]);
+        worst = std::max(worst, e);
+        sum += e;
+      }
+    }
+    EXPECT_LE(worst, ref["max_error"].get<double>() * 1.01);
+    EXPECT_LE(sum / (double)(rows * cols), ref["mean_error"].get<double>() * 1.01);
+    EXPECT_GT(worst, 0.5 * ref["max_error"].get<double>());
+  }
+}
+
 TEST(Convert, TheTokenizerInTheGgufEncodesLikeTokenizerJson) {
   HfModel m("qwen2");
   nlp::convert_hf_to_gguf(m.dir(), m.out("f32"), {.type = "f32", .name = "", .progress = {}});
