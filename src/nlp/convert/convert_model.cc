@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <span>
 
 #include "convert_internal.h"
 #include "spore/error.h"
@@ -155,7 +156,7 @@ std::vector<float> permute_rows(const std::vector<float>& w, int64_t rows, int64
 }
 
 // Encodes float rows of `cols` values as `type`.
-void encode(GgmlType type, const std::vector<float>& v, uint64_t cols, FileSink& sink) {
+void encode(GgmlType type, std::span<const float> v, uint64_t cols, FileSink& sink) {
   switch (type) {
     case GgmlType::kF32: sink.write(v.data(), v.size() * sizeof(float)); return;
     case GgmlType::kF16:
@@ -170,7 +171,7 @@ void encode(GgmlType type, const std::vector<float>& v, uint64_t cols, FileSink&
       const QuantType q = *quant_of(type);
       std::vector<uint8_t> row(quant_row_bytes(q, (int64_t)cols));
       for (size_t r = 0; r < v.size() / cols; ++r) {
-        quantize_row(q, std::span<const float>(v.data() + r * cols, cols), row);
+        quantize_row(q, v.subspan(r * cols, cols), row);
         sink.write(row);
       }
     }
@@ -387,12 +388,17 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     auto progress = options.progress;
     w.add_tensor(t.name, t.type, t.dims, [=](FileSink& sink) {
       if (progress) progress(my_index, total, gname);
+      // One tensor in memory at a time, read in place as float32 (a copy only to permute).
       const Tensor src = cast(file->load(hname), DType::kFloat32).contiguous();
-      std::vector<float> v = src.to_vector<float>();
-      if (ph > 0)  // a bias permutes like a one-column matrix
-        v = rows == 1 && t_is_1d ? permute_rows(v, (int64_t)cols, 1, ph, hname)
-                                 : permute_rows(v, (int64_t)rows, (int64_t)cols, ph, hname);
-      encode(type, v, cols, sink);
+      const std::span<const float> v(static_cast<const float*>(src.data_ptr()), (size_t)src.numel());
+      if (ph > 0) {  // a bias permutes like a one-column matrix
+        const std::vector<float> copy(v.begin(), v.end());
+        encode(type, rows == 1 && t_is_1d ? permute_rows(copy, (int64_t)cols, 1, ph, hname)
+                                          : permute_rows(copy, (int64_t)rows, (int64_t)cols, ph, hname),
+               cols, sink);
+      } else {
+        encode(type, v, cols, sink);
+      }
     });
     report.tensors.push_back(std::move(t));
   }
