@@ -221,6 +221,29 @@ def summarize(path: str, f32_path: str | None = None) -> dict:
     return {"metadata": meta, "tensors": tensors}
 
 
+def gguf_py_dequant(spore: str, model_dir: str, work: str) -> dict:
+    """llama.cpp's dequantisers (gguf-py) on the blocks `spore convert` writes: for each 4-bit
+    tensor of the qwen3 model, the SHA-256 of Spore's bytes and of gguf-py's float32 values, so the
+    test can check that Spore's dequantize_row reads those bytes as llama.cpp does. (When Spore's
+    quantisers change, the bytes change: rerun this script.)"""
+    import subprocess
+    import gguf
+    from gguf.quants import dequantize
+    out = {}
+    for outtype in ("q4_0", "q4_1", "q4_k"):
+        path = os.path.join(work, f"qwen3-spore-{outtype}.gguf")
+        subprocess.run([spore, "convert", model_dir, path, "--type", outtype, "--quiet"], check=True,
+                       stdout=subprocess.DEVNULL)
+        tensors = {}
+        for t in gguf.GGUFReader(path).tensors:
+            if t.tensor_type.name in ("Q4_0", "Q4_1", "Q4_K"):
+                deq = dequantize(t.data, t.tensor_type).astype(np.float32)
+                tensors[t.name] = {"type": t.tensor_type.name, "bytes_sha256": hashlib.sha256(t.data.tobytes()).hexdigest(),
+                                   "dequant_sha256": hashlib.sha256(deq.tobytes()).hexdigest()}
+        out[outtype] = tensors
+    return out
+
+
 def quantizer_reference() -> dict:
     """llama.cpp's reference quantisers (gguf-py's numpy ports of quantize_row_*_ref) on 256
     blocks of weight_values(1000, ..., 16): the largest and the mean |dequantised - x|, which the
@@ -239,6 +262,8 @@ def quantizer_reference() -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-cpp", required=True, help="llama.cpp source tree (vendor/llama.cpp of llama-cpp-python)")
+    ap.add_argument("--spore", default=os.path.join(HERE, "..", "build", "release", "bin", "spore"),
+                    help="the spore program whose q4_0/q4_1/q4_k output gguf-py dequantises")
     args = ap.parse_args()
     sys.path.insert(0, args.llama_cpp)
     sys.path.insert(1, os.path.join(args.llama_cpp, "gguf-py"))
@@ -268,6 +293,8 @@ def main() -> int:
                 convert_hf_to_gguf.main()
                 outputs[outtype] = summarize(out, os.path.join(work, f"{arch}-f32.gguf"))
             reference["models"][arch] = {"hf_tensors": listed, "outputs": outputs}
+            if arch == "qwen3":
+                reference["gguf_py_dequant"] = gguf_py_dequant(args.spore, model_dir, work)
             print(f"{arch}: {len(listed)} tensors, {len(outputs)} reference files")
     finally:
         shutil.rmtree(work, ignore_errors=True)

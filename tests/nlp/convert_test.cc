@@ -320,6 +320,33 @@ TEST(Convert, QuantisersAreAsAccurateAsLlamaCpps) {
   }
 }
 
+// llama.cpp's dequantisers (gguf-py, run by tools/make_convert_fixtures.py on this converter's
+// output) read Spore's 4-bit blocks to the same float32 values as Spore's dequantize_row.
+TEST(Convert, LlamaCppReadsSporesFourBitBlocksAsSporeDoes) {
+  HfModel m("qwen3");
+  for (const auto& [type, tensors] : reference()["gguf_py_dequant"].items()) {
+    SCOPED_TRACE(type);
+    nlp::ConvertOptions o;
+    o.type = type;
+    nlp::convert_hf_to_gguf(m.dir(), m.out(type), o);
+    const GgufFile g(m.out(type));
+    for (const auto& [name, want] : tensors.items()) {
+      const GgufTensorInfo& t = g.tensor_info(name);
+      const auto bytes = g.tensor_bytes(name);
+      ASSERT_EQ(sha256_bytes(bytes), want["bytes_sha256"].get<std::string>())
+          << name << ": Spore's quantiser now writes other bytes; rerun tools/make_convert_fixtures.py";
+      const QuantType q = *parse_quant_type(lower(ggml_type_info(t.type).name));
+      const size_t cols = t.dims[0], rows = t.dims[1], row_bytes = quant_row_bytes(q, (int64_t)cols);
+      std::vector<float> deq(rows * cols);
+      for (size_t r = 0; r < rows; ++r)
+        dequantize_row(q, bytes.subspan(r * row_bytes, row_bytes), std::span<float>(deq.data() + r * cols, cols));
+      EXPECT_EQ(sha256_bytes(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(deq.data()), deq.size() * 4)),
+                want["dequant_sha256"].get<std::string>())
+          << name;
+    }
+  }
+}
+
 TEST(Convert, TheTokenizerInTheGgufEncodesLikeTokenizerJson) {
   HfModel m("qwen2");
   nlp::convert_hf_to_gguf(m.dir(), m.out("f32"), {.type = "f32", .name = "", .progress = {}});
