@@ -13,8 +13,10 @@ does (NOTE [Model hub] in docs/design.md):
       Range (206 with Content-Range).
 Repositories named for a failure act it out:
   */interrupted  the first LFS transfer of each file closes after half of the body
-  */corrupt      LFS bytes served with one byte flipped (the listing keeps the true SHA-256)
+  *corrupt*      LFS bytes served with one byte flipped (the listing keeps the true SHA-256)
   */missing      the listing names missing.bin, which resolves to 404
+  *bare*         the listing has file names only (as without ?blobs=true, or from a mirror that
+                 gives no more), so the hashes come from the resolve responses' headers
 The commit of a repository is sha1("spore-test-hub:<repo>"). Every request is appended to --log
 as a JSON line {"method", "path", "range"} so a test can see that a resume used Range.
 
@@ -159,6 +161,8 @@ class Handler(BaseHTTPRequestHandler):
                 pointer = lfs_pointer(data)
                 s["blobId"] = git_blob_sha1(pointer)
                 s["lfs"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": len(pointer)}
+            if "bare" in repo.split("/")[1]:
+                s = {"rfilename": name}
             siblings.append(s)
         if repo.endswith("/missing"):
             siblings.append({"rfilename": "missing.bin", "size": 4, "blobId": "0" * 40,
@@ -174,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
         data = self.hub.read(repo, name)
         if hashlib.sha256(data).hexdigest() != sha:
             return self.not_found("no such object")
-        if repo.endswith("/corrupt"):
+        if "corrupt" in repo.split("/")[1]:
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         start = 0
         rng = self.headers.get("Range")

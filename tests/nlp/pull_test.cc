@@ -62,7 +62,7 @@ class Pull : public ::testing::Test {
     std::mt19937 gen(7);
     std::string model(300000, '\0');  // several TCP segments, so an interruption lands mid-body
     for (char& c : model) c = (char)(gen() & 0xFF);
-    for (const char* repo : {"o/tiny", "o/interrupted", "o/corrupt", "o/missing"}) {
+    for (const char* repo : {"o/tiny", "o/interrupted", "o/corrupt", "o/missing", "o/bare", "o/bare-corrupt"}) {
       const fs::path r = root_ / "hub" / repo;
       write_text(r / "config.json", "{\"model_type\": \"llama\"}\n");
       write_text(r / "tokenizer_config.json", "{}\n");
@@ -163,6 +163,24 @@ TEST_F(Pull, RefusesACorruptedFileAndLeavesNoneOfIt) {
   EXPECT_FALSE(fs::exists(o.out / "model.safetensors"));
   EXPECT_FALSE(fs::exists(o.out / "model.safetensors.part"));
   EXPECT_FALSE(fs::exists(o.out / "spore.lock.json"));
+}
+
+// A listing with names only: sizes and hashes come from the resolve responses' headers
+// (X-Linked-Etag / X-Linked-Size for LFS files, the ETag's git blob id for small ones).
+TEST_F(Pull, VerifiesFromHeadersWhenTheListingHasNamesOnly) {
+  const hub::PullOptions o = options("o/bare", "bare");
+  const hub::PullResult r = hub::pull(o);
+  ASSERT_EQ(r.files.size(), 4u);
+  for (const auto& f : r.files) EXPECT_EQ(f.sha256, sha256_file(source("o/bare", f.name))) << f.name;
+  EXPECT_TRUE(verify_artifact(o.out).ok());
+  // With nothing in the listing to check a present file against, a second pull fetches (and
+  // verifies) every file again: a file changed on disk is replaced.
+  write_text(o.out / "config.json", "{}");
+  hub::pull(o);
+  EXPECT_EQ(read_text(o.out / "config.json"), read_text(source("o/bare", "config.json")));
+  const hub::PullOptions bad = options("o/bare-corrupt", "bare-corrupt");
+  expect_error([&] { hub::pull(bad); }, ErrorCode::kFormat, "model.safetensors", "SHA-256");
+  EXPECT_FALSE(fs::exists(bad.out / "model.safetensors"));
 }
 
 TEST_F(Pull, NamesAMissingFile) {
