@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "spore/error.h"
 #include "spore/format.h"
@@ -403,6 +404,8 @@ PullResult pull(const PullOptions& o) {
       } else if (retryable(rc)) {
         log(tag + ": transfer interrupted after " + std::to_string(size_or_zero(part)) + " bytes (" +
             curl_easy_strerror(rc) + ")");
+        // No progress at all (a refused or dropped connection): wait a little longer each time.
+        if (t.written == 0 && attempt < o.max_attempts) std::this_thread::sleep_for(std::chrono::seconds(attempt));
       } else {
         throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": " + curl_easy_strerror(rc) + " at " + url);
       }
