@@ -12,6 +12,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       flatbuffers-compiler libflatbuffers-dev  # the model IR's header (NOTE [Model IR])
       python3-sklearn  # python3-sklearn: only for the 8x8 digits data set the CNN example trains on
       libpcre2-dev libutf8proc-dev  # tokenizers: pre-tokenizer regexes, Unicode normalisation
+      libcurl4-openssl-dev  # spore pull: downloads from a Hugging Face-compatible hub
       libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX in (Lite) and out (export, its checker)
       clang libclang-rt-14-dev libomp-dev  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
       pybind11-dev python3-dev python3-numpy python3-pytest)  # the Python modules and their tests

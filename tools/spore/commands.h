@@ -21,6 +21,8 @@ void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::strin
 void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_report_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_verify_command(CLI::App& app, Handlers& h);
+void add_pull_command(CLI::App& app, Handlers& h);
+void add_convert_command(CLI::App& app, Handlers& h);
 void add_ir_commands(CLI::App& app, Handlers& h);
 void add_lite_commands(CLI::App& app, Handlers& h);
 void add_template_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);

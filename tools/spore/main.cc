@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
   spore::cli::add_sample_commands(app, handlers, command);
   spore::cli::add_report_commands(app, handlers, command);
   spore::cli::add_verify_command(app, handlers);
+  spore::cli::add_pull_command(app, handlers);
+  spore::cli::add_convert_command(app, handlers);
   spore::cli::add_ir_commands(app, handlers);
   spore::cli::add_lite_commands(app, handlers);
   spore::cli::add_template_command(app, handlers, command);
