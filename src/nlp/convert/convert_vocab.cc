@@ -154,7 +154,18 @@ size_t add_tokenizer_metadata(GgufWriter& w, const fs::path& dir, int64_t vocab_
     int32_t type = kControl;
     if (!special && !looks_special(text)) {
       type = kUserDefined;
-      for (size_t p; (p = text.find("\xE2\x96\x81")) != std::string::npos;) text.replace(p, 3, " ");
+      // SentencePiece's word marker U+2581 back to a space, built afresh rather than with
+      // std::string::replace (GCC 12 reports a false -Wrestrict on that at -O3).
+      std::string spaced;
+      for (size_t i = 0; i < text.size();) {
+        if (text.compare(i, 3, "\xE2\x96\x81") == 0) {
+          spaced += ' ';
+          i += 3;
+        } else {
+          spaced += text[i++];
+        }
+      }
+      text = std::move(spaced);
     }
     place(a["id"].get<int64_t>(), text, type, "added token");
   }
