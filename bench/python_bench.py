@@ -9,7 +9,7 @@ in one run so the ratios compare like with like (issue 14):
 
 Run with an interpreter that has torch (the peers venv) and the built modules on PYTHONPATH:
   PYTHONPATH=build/release/python /work/main/.venv-peers/bin/python bench/python_bench.py
-Results go to stdout; bench/python_README.md keeps the figures of the last run by hand."""
+Results go to stdout; bench/README.md (section "Python modules") keeps the figures of the last run."""
 import importlib.util
 import os
 import time
