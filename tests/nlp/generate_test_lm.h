@@ -42,7 +42,9 @@ class HistoryLM : public nlp::CausalLM {
     std::vector<float> empty((size_t)(slots * context), -1.0f);
     Tensor k = Tensor::from_vector(empty, Shape{slots, 1, context, 1});
     Tensor v = Tensor::from_vector(std::vector<float>(empty.size(), 0.0f), Shape{slots, 1, context, 1});
-    return std::make_unique<nlp::KvCache>(std::vector<Tensor>{k}, std::vector<Tensor>{v});
+    auto cache = std::make_unique<nlp::KvCache>(std::vector<Tensor>{k}, std::vector<Tensor>{v});
+    latest_cache = cache.get();
+    return cache;
   }
   uint64_t kv_bytes_per_token(DType) const override { return 2 * sizeof(float); }
   nlp::MemoryReport weight_memory() const override {
@@ -53,8 +55,8 @@ class HistoryLM : public nlp::CausalLM {
 
   Tensor forward(std::span<const nlp::SequenceChunk> chunks, nlp::KvCache& cache) override {
     calls.emplace_back();
-    if (last_cache && last_cache != &cache) throw Error(ErrorCode::kInternal, "HistoryLM: a second cache");
-    last_cache = &cache;
+    // The engine runs every step on the cache it made at construction, never a copy.
+    if (&cache != latest_cache) throw Error(ErrorCode::kInternal, "HistoryLM: forward on a cache it did not make last");
     const Tensor& keys = cache.keys(0);
     const int64_t slots = keys.size(0), context = keys.size(2);
     float* rows = keys.data<float>();
@@ -86,7 +88,7 @@ class HistoryLM : public nlp::CausalLM {
   std::vector<std::vector<Chunk>> calls;  // per forward call, its chunks
   mutable int caches_made = 0;
   uint64_t weights_mapped = 1000;
-  const nlp::KvCache* last_cache = nullptr;
+  mutable const nlp::KvCache* latest_cache = nullptr;
 
  private:
   nlp::ModelConfig config_;

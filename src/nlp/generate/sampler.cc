@@ -145,8 +145,8 @@ Sampler::Candidates Sampler::filter(const std::vector<double>& l) const {
     std::erase_if(ids, [&](int32_t id) { return l[(size_t)id] < floor; });
   }
   Candidates c;
-  c.ids = std::move(ids);
   softmax(c.probs, o_.temperature);
+  c.ids = std::move(ids);
   return c;
 }
 
