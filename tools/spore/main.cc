@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   spore::cli::add_template_command(app, handlers, command);
   spore::cli::add_tokenize_commands(app, handlers, command);
   spore::cli::add_generate_commands(app, handlers);
+  spore::cli::add_logits_command(app, handlers);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
