@@ -3,6 +3,7 @@
 
 #include "model_test_util.h"
 #include "spore/gguf.h"
+#include "spore/artifact_lock.h"
 #include "test_util.h"
 
 namespace spore::test::llm {
@@ -37,7 +38,7 @@ TEST(ModelErrors, ContradictoryConfig) {
     j["model_type"] = "gpt2";
     j["architectures"] = {"GPT2LMHeadModel"};
   });
-  expect_error([&] { nlp::load_model(dir); }, ErrorCode::kUnsupported, "gpt2", "llama, qwen2, qwen3");
+  expect_error([&] { nlp::load_model(dir); }, ErrorCode::kUnsupported, "gpt2", "llama, qwen2, qwen3, minicpm3");
   fs::remove_all(dir);
 }
 
@@ -107,7 +108,7 @@ TEST(ModelSharded, TwoShardsLoad) {
   const auto m = nlp::load_model(dir);
   auto cache = m.lm->make_cache(1, 8, DType::kFloat32);
   nlp::SequenceChunk c{0, 0, ref.prompts[0], true};
-  EXPECT_LT(max_abs_diff(m.lm->forward({&c, 1}, *cache), ref.logits.at("logits_0")), 1e-4);
+  EXPECT_LT(logits_diff(m.lm->forward({&c, 1}, *cache), ref.logits.at("logits_0")), 1e-4);
   fs::remove_all(dir);
 }
 
@@ -173,6 +174,35 @@ TEST(ModelConfig, RopeScaling) {
   EXPECT_EQ(c.rope_scaling.original_max_position, 16);
   const auto g = nlp::ModelConfig::from_gguf(GgufFile(fixture_model("llama", true)));
   EXPECT_EQ(g.rope_scaling.type, "");  // GGUF carries it as rope_freqs.weight instead
+}
+
+}  // namespace
+}  // namespace spore::test::llm
+
+namespace spore::test::llm {
+namespace {
+
+// A lock beside the artifact pins it: a changed file refuses to load unless the caller overrides,
+// and the override is recorded.
+TEST(ModelLock, MismatchRefusedUnlessOverridden) {
+  const auto dir = scratch_copy("qwen3", "lock");
+  write_artifact_lock(dir / "spore.lock.json",
+                      make_artifact_lock(dir, {"config.json", "model.safetensors"}, "tiny-qwen3", "fixture", "v1"));
+  const auto ok = nlp::load_model(dir);
+  ASSERT_TRUE(ok.verification.has_value());
+  EXPECT_TRUE(ok.verification->ok());
+  EXPECT_FALSE(ok.verification_overridden);
+  // Same size, different bytes: a float of the last tensor changes.
+  auto bytes = read_file_bytes(dir / "model.safetensors");
+  bytes[bytes.size() - 2] ^= 0x40;
+  atomic_write_file(dir / "model.safetensors", bytes);
+  expect_error([&] { nlp::load_model(dir); }, ErrorCode::kFormat, "model.safetensors");
+  nlp::LoadOptions o;
+  o.allow_unverified = true;
+  const auto forced = nlp::load_model(dir, o);
+  EXPECT_TRUE(forced.verification_overridden);
+  EXPECT_FALSE(forced.verification->ok());
+  fs::remove_all(dir);
 }
 
 }  // namespace

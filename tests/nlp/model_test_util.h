@@ -14,11 +14,12 @@
 
 #include "spore/format.h"
 #include "spore/nlp/model.h"
+#include "spore/ops.h"
 
 namespace spore::test::llm {
 
 inline const std::vector<std::string>& families() {
-  static const std::vector<std::string> f = {"llama", "qwen2", "qwen3"};
+  static const std::vector<std::string> f = {"llama", "qwen2", "qwen3", "minicpm3"};
   return f;
 }
 
@@ -49,7 +50,7 @@ inline Reference load_reference(const std::string& family) {
   return r;
 }
 
-inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+inline double logits_diff(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   const auto x = a.to_vector<float>(), y = b.to_vector<float>();
   double m = 0;

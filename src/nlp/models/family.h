@@ -20,6 +20,8 @@ struct WeightNames {
   TensorName embed, final_norm, lm_head;
   TensorName attn_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm;
   TensorName ffn_norm, gate, up, down;
+  // Multi-head latent attention (minicpm3): low-rank q and a compressed kv with a shared rope key.
+  TensorName q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;
 };
 
 struct Family {
@@ -32,6 +34,9 @@ struct Family {
   // llama.cpp's converter permutes llama's q/k rows for its interleaved (GPT-J) rope; qwen2/qwen3
   // GGUFs keep Hugging Face's half-split (NeoX) order.
   bool gguf_interleaved_rope = false;
+  // minicpm3: multi-head latent attention, scale_emb / scale_depth / dim_model_base, tied by default.
+  bool latent_attention = false;
+  bool default_tie = false;
   WeightNames names;
 };
 
@@ -41,6 +46,7 @@ WeightNames llama_style_names();
 const Family& llama_family();   // llama.cc
 const Family& qwen2_family();   // qwen2.cc
 const Family& qwen3_family();   // qwen3.cc
+const Family& minicpm3_family();  // minicpm3.cc
 
 // All families, for lookup and messages.
 std::vector<const Family*> all_families();

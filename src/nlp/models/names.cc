@@ -25,10 +25,16 @@ WeightNames llama_style_names() {
   n.gate = {L + "mlp.gate_proj.weight", B + "ffn_gate.weight"};
   n.up = {L + "mlp.up_proj.weight", B + "ffn_up.weight"};
   n.down = {L + "mlp.down_proj.weight", B + "ffn_down.weight"};
+  n.q_a = {L + "self_attn.q_a_proj.weight", B + "attn_q_a.weight"};
+  n.q_a_norm = {L + "self_attn.q_a_layernorm.weight", B + "attn_q_a_norm.weight"};
+  n.q_b = {L + "self_attn.q_b_proj.weight", B + "attn_q_b.weight"};
+  n.kv_a = {L + "self_attn.kv_a_proj_with_mqa.weight", B + "attn_kv_a_mqa.weight"};
+  n.kv_a_norm = {L + "self_attn.kv_a_layernorm.weight", B + "attn_kv_a_norm.weight"};
+  n.kv_b = {L + "self_attn.kv_b_proj.weight", B + "attn_kv_b.weight"};
   return n;
 }
 
-std::vector<const Family*> all_families() { return {&llama_family(), &qwen2_family(), &qwen3_family()}; }
+std::vector<const Family*> all_families() { return {&llama_family(), &qwen2_family(), &qwen3_family(), &minicpm3_family()}; }
 
 const Family* find_family_hf(std::string_view model_type, std::string_view architecture) {
   for (const Family* f : all_families()) {
