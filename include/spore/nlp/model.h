@@ -67,7 +67,8 @@ struct ModelConfig {
   bool qk_norm = false;         // per-head RMSNorm on q and k before rope (qwen3)
   // minicpm3 (multi-head latent attention, ../shared/reference/minicpm3-architecture.md)
   int64_t q_lora_rank = 0, kv_lora_rank = 0;
-  int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;  // value head size, every family (head_dim but for minicpm3: the KV cache's values)
   double scale_emb = 1.0, scale_depth = 1.0;
   int64_t dim_model_base = 0;
   // Token ids the artifact declares (config.json, generation_config.json, GGUF tokenizer.ggml.*).

@@ -1,0 +1,68 @@
+// Internals of the LLM engine shared by its files (src/nlp/model_*.cc, src/nlp/models/*.cc).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "spore/nlp/model.h"
+#include "spore/tensor.h"
+
+namespace spore::nlp {
+
+// ---- config (model_config.cc) ----
+nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+// config.json's object -> ModelConfig (family by model_type / architectures); `source` names it.
+ModelConfig config_from_json(const nlohmann::json& cfg, const std::string& source);
+// Fills derived fields (head_dim, rope_dim) and rejects contradictions: kFormat naming the field.
+void validate_config(ModelConfig& c);
+// The rope's inv_freq table for a cache of `context` positions (LongRoPE picks its long factors
+// past the original context), and the cos/sin scale the scaling asks for.
+std::vector<float> rope_inv_freq(const ModelConfig& c, int64_t context, double* attention_scale);
+
+// ---- weights (model_weights.cc) ----
+// A weight matrix [rows, cols] as the kernels take it: float32 for matmul (x times w^T), or
+// float16/bfloat16 [rows, cols] / GGUF blocks uint8 [rows, row_bytes] for matmul_q(type).
+struct Weight {
+  Tensor data;
+  std::string qtype;  // "" for float32, else matmul_q's type name ("f16", "q4_1", ...)
+  int64_t rows = 0, cols = 0;
+  bool defined() const { return data.defined(); }
+};
+// x float32 [m, cols] -> [m, rows].
+Tensor linear(const Tensor& x, const Weight& w);
+// Rows of an embedding table for `ids` (each checked by the caller): float32 [ids, cols].
+Tensor embed_rows(const Weight& table, const std::vector<int32_t>& ids);
+
+// Tensors of one artifact by name, used in place where their dtype allows.
+class WeightStore {
+ public:
+  virtual ~WeightStore() = default;
+  virtual bool contains(const std::string& name) const = 0;
+  // A 2-D weight of exactly [rows, cols]: kFormat naming the tensor and file when absent, kShape
+  // when its shape differs, kDType when its type is one the kernels do not take.
+  virtual Weight matrix(const std::string& name, int64_t rows, int64_t cols) = 0;
+  // A 1-D float32 vector of `size` (norm weights, biases); converted when stored otherwise.
+  virtual Tensor vector(const std::string& name, int64_t size) = 0;
+  virtual std::string source() const = 0;
+  const MemoryReport& memory() const { return memory_; }
+
+ protected:
+  MemoryReport memory_;
+};
+
+// model.safetensors or the shards model.safetensors.index.json lists, under `dir`.
+std::unique_ptr<WeightStore> open_safetensors_weights(const std::filesystem::path& dir);
+// The shard file names a model.safetensors.index.json's weight_map lists (sorted, unique),
+// and the map itself: kFormat naming the file and field when malformed. (Fuzzed.)
+std::map<std::string, std::string> parse_safetensors_index(const std::string& text, const std::string& source);
+std::unique_ptr<WeightStore> open_gguf_weights(std::shared_ptr<const GgufFile> gguf);
+
+// ---- the decoder (models/decoder.cc) ----
+// `gguf_layout`: the weights come from a GGUF (its names; llama's permuted q/k rows).
+std::shared_ptr<CausalLM> make_decoder_lm(const ModelConfig& config, WeightStore& weights, bool gguf_layout);
+
+}  // namespace spore::nlp

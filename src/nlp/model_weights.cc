@@ -1,0 +1,288 @@
+// Weights of an artifact, used in place from the file mapping when the kernels take their dtype
+// (NOTE [LLM engine]): float32 through matmul, float16/bfloat16 and GGUF blocks through matmul_q.
+// Anything else (float64 safetensors, a norm stored as float16) is converted once and counted as
+// resident memory.
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "nlp/model_internal.h"
+#include "spore/error.h"
+#include "spore/format.h"
+#include "spore/gguf.h"
+#include "spore/llm.h"
+#include "spore/ops.h"
+#include "spore/quant.h"
+
+namespace spore::nlp {
+
+Tensor linear(const Tensor& x, const Weight& w) {
+  if (w.qtype.empty()) return matmul(x, transpose(w.data, 0, 1));
+  return matmul_q(x, w.data, w.qtype);
+}
+
+Tensor embed_rows(const Weight& table, const std::vector<int32_t>& ids) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (table.qtype.empty()) return embedding(Tensor::from_vector(ids, Shape{n}), table.data);
+  const auto qt = parse_quant_type(table.qtype);
+  if (!qt) throw Error(ErrorCode::kInternal, "embedding table of unknown type " + table.qtype);
+  Tensor out = Tensor::empty(Shape{n, table.cols}, DType::kFloat32, Device::cpu());
+  float* o = out.data<float>();
+  const size_t row_bytes = quant_row_bytes(*qt, table.cols);
+  const auto* base = static_cast<const uint8_t*>(table.data.data_ptr());
+  for (int64_t i = 0; i < n; ++i)
+    dequantize_row(*qt, {base + static_cast<size_t>(ids[static_cast<size_t>(i)]) * row_bytes, row_bytes},
+                   {o + i * table.cols, static_cast<size_t>(table.cols)});
+  return out;
+}
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+[[noreturn]] void missing(const std::string& name, const std::string& source) {
+  throw Error(ErrorCode::kFormat, source + ": the weights have no tensor \"" + name +
+                                      "\" (an incomplete or mismatched checkpoint: re-download it, or check that "
+                                      "config.json belongs to these weights)");
+}
+
+void check_shape(const std::string& name, const std::string& source, const std::vector<int64_t>& got,
+                 const std::vector<int64_t>& want) {
+  if (got != want)
+    throw Error(ErrorCode::kShape, source + ": tensor \"" + name + "\" has shape " + shape_str(got) + ", the config needs " +
+                                       shape_str(want) + " (does config.json belong to these weights?)");
+}
+
+// ---- safetensors ----
+class SafetensorsStore final : public WeightStore {
+ public:
+  explicit SafetensorsStore(const std::filesystem::path& dir) : dir_(dir) {
+    const auto single = dir / "model.safetensors";
+    const auto index = dir / "model.safetensors.index.json";
+    std::error_code ec;
+    std::vector<std::string> files;
+    std::map<std::string, std::string> weight_map;
+    if (std::filesystem::exists(index, ec)) {
+      std::ifstream in(index, std::ios::binary);
+      if (!in) throw Error(ErrorCode::kIO, "cannot read " + index.string());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      weight_map = parse_safetensors_index(ss.str(), index.string());
+      std::set<std::string> uniq;
+      for (const auto& [name, file] : weight_map) uniq.insert(file);
+      files.assign(uniq.begin(), uniq.end());
+    } else if (std::filesystem::exists(single, ec)) {
+      files.push_back("model.safetensors");
+    } else {
+      throw Error(ErrorCode::kIO, dir.string() + ": no model.safetensors or model.safetensors.index.json (download "
+                                                 "the weights, e.g. `spore pull`, or name a .gguf file)");
+    }
+    for (const auto& f : files) {
+      Shard s{SafeTensorsFile(dir / f), map_file(dir / f)};
+      const size_t k = shards_.size();
+      for (const auto& info : s.file.tensors()) {
+        auto [it, fresh] = where_.emplace(info.name, std::make_pair(k, &info));
+        if (!fresh)
+          throw Error(ErrorCode::kFormat, (dir / f).string() + ": tensor \"" + info.name + "\" is also in " +
+                                              shards_[it->second.first].file.path().string() + " (duplicate name)");
+        if (!weight_map.empty()) {
+          auto w = weight_map.find(info.name);
+          if (w != weight_map.end() && w->second != f)
+            throw Error(ErrorCode::kFormat, index.string() + ": weight_map puts \"" + info.name + "\" in " + w->second +
+                                                " but it is in " + f);
+        }
+      }
+      shards_.push_back(std::move(s));
+    }
+    for (const auto& [name, file] : weight_map)
+      if (!where_.count(name))
+        throw Error(ErrorCode::kFormat, index.string() + ": weight_map lists \"" + name + "\" in " + file +
+                                            " but that file has no such tensor (an incomplete download?)");
+  }
+
+  bool contains(const std::string& name) const override { return where_.count(name) != 0; }
+  std::string source() const override { return dir_.string(); }
+
+  Weight matrix(const std::string& name, int64_t rows, int64_t cols) override {
+    const auto& [shard, info] = find(name);
+    check_shape(name, shards_[shard].file.path().string(), info->shape.to_vector(), {rows, cols});
+    Weight w;
+    w.rows = rows;
+    w.cols = cols;
+    switch (info->dtype) {
+      case DType::kFloat32: break;
+      case DType::kFloat16: w.qtype = "f16"; break;
+      case DType::kBFloat16: w.qtype = "bf16"; break;
+      case DType::kFloat64:
+        w.data = cast(shards_[shard].file.load(name), DType::kFloat32);
+        memory_.weights_resident += w.data.nbytes();
+        return w;
+      default:
+        throw Error(ErrorCode::kDType, shards_[shard].file.path().string() + ": tensor \"" + name + "\" is " +
+                                           dtype_name(info->dtype) + "; weights must be F32, F16, BF16 or F64");
+    }
+    w.data = in_place(shard, *info);
+    return w;
+  }
+
+  Tensor vector(const std::string& name, int64_t size) override {
+    const auto& [shard, info] = find(name);
+    check_shape(name, shards_[shard].file.path().string(), info->shape.to_vector(), {size});
+    if (!is_floating(info->dtype))
+      throw Error(ErrorCode::kDType, shards_[shard].file.path().string() + ": tensor \"" + name + "\" is " +
+                                         dtype_name(info->dtype) + ", not a floating type");
+    if (info->dtype == DType::kFloat32) return in_place(shard, *info);
+    Tensor t = cast(shards_[shard].file.load(name), DType::kFloat32);
+    memory_.weights_resident += t.nbytes();
+    return t;
+  }
+
+ private:
+  struct Shard {
+    SafeTensorsFile file;
+    Tensor mapping;
+  };
+
+  const std::pair<size_t, const SafeTensorInfo*>& find(const std::string& name) const {
+    auto it = where_.find(name);
+    if (it == where_.end()) missing(name, dir_.string());
+    return it->second;
+  }
+
+  // A view into the mapping; a copy when the file misaligns it (safetensors does not promise
+  // alignment beyond the header's padding).
+  Tensor in_place(size_t shard, const SafeTensorInfo& info) {
+    const Shard& s = shards_[shard];
+    const uint64_t at = s.file.data_offset() + info.begin;
+    if (at % dtype_size(info.dtype) == 0) {
+      memory_.weights_mapped += info.nbytes();
+      return view_bytes(s.mapping, at, info.shape, info.dtype);
+    }
+    Tensor t = s.file.load(info.name);
+    memory_.weights_resident += t.nbytes();
+    return t;
+  }
+
+  std::filesystem::path dir_;
+  std::vector<Shard> shards_;
+  std::map<std::string, std::pair<size_t, const SafeTensorInfo*>> where_;
+};
+
+// ---- GGUF ----
+std::optional<QuantType> quant_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF16: return QuantType::kF16;
+    case GgmlType::kBF16: return QuantType::kBF16;
+    case GgmlType::kQ8_0: return QuantType::kQ8_0;
+    case GgmlType::kQ4_0: return QuantType::kQ4_0;
+    case GgmlType::kQ4_1: return QuantType::kQ4_1;
+    case GgmlType::kQ4_K: return QuantType::kQ4_K;
+    case GgmlType::kQ5_K: return QuantType::kQ5_K;
+    case GgmlType::kQ6_K: return QuantType::kQ6_K;
+    default: return std::nullopt;
+  }
+}
+
+std::vector<int64_t> row_major(const GgufTensorInfo& info) {
+  std::vector<int64_t> s;
+  for (auto it = info.dims.rbegin(); it != info.dims.rend(); ++it) s.push_back(static_cast<int64_t>(*it));
+  return s;
+}
+
+class GgufStore final : public WeightStore {
+ public:
+  explicit GgufStore(std::shared_ptr<const GgufFile> g) : g_(std::move(g)) {
+    for (const auto& t : g_->tensors()) names_.insert(t.name);
+  }
+  bool contains(const std::string& name) const override { return names_.count(name) != 0; }
+  std::string source() const override { return g_->source(); }
+
+  Weight matrix(const std::string& name, int64_t rows, int64_t cols) override {
+    if (!contains(name)) missing(name, source());
+    const auto& info = g_->tensor_info(name);
+    check_shape(name, source(), row_major(info), {rows, cols});
+    Weight w;
+    w.rows = rows;
+    w.cols = cols;
+    if (info.type == GgmlType::kF32) {
+      w.data = g_->tensor(name);
+      memory_.weights_mapped += info.nbytes;
+      return w;
+    }
+    const auto qt = quant_of(info.type);
+    if (!qt)
+      throw Error(ErrorCode::kUnsupported, source() + ": tensor \"" + name + "\" has type " + ggml_type_info(info.type).name +
+                                               "; the kernels take F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K "
+                                               "(re-quantise with `spore convert`)");
+    w.qtype = quant_format(*qt).name;
+    if (*qt == QuantType::kF16 || *qt == QuantType::kBF16) {
+      w.data = g_->tensor(name);  // float16/bfloat16 [rows, cols]
+    } else {
+      const size_t row_bytes = quant_row_bytes(*qt, cols);
+      if (cols % quant_format(*qt).block_size != 0 || row_bytes * static_cast<size_t>(rows) != info.nbytes)
+        throw Error(ErrorCode::kFormat, source() + ": tensor \"" + name + "\" (" + w.qtype + ") of " +
+                                            std::to_string(cols) + " columns does not fill whole blocks");
+      w.data = reshape(g_->tensor(name), {rows, static_cast<int64_t>(row_bytes)});
+    }
+    memory_.weights_mapped += info.nbytes;
+    return w;
+  }
+
+  Tensor vector(const std::string& name, int64_t size) override {
+    if (!contains(name)) missing(name, source());
+    const auto& info = g_->tensor_info(name);
+    check_shape(name, source(), row_major(info), {size});
+    if (info.type == GgmlType::kF32) {
+      memory_.weights_mapped += info.nbytes;
+      return g_->tensor(name);
+    }
+    if (info.type == GgmlType::kF16 || info.type == GgmlType::kBF16) {
+      Tensor t = cast(g_->tensor(name), DType::kFloat32);
+      memory_.weights_resident += t.nbytes();
+      return t;
+    }
+    throw Error(ErrorCode::kUnsupported, source() + ": tensor \"" + name + "\" has type " + ggml_type_info(info.type).name +
+                                             "; vectors (norms, biases) must be F32, F16 or BF16");
+  }
+
+ private:
+  std::shared_ptr<const GgufFile> g_;
+  std::set<std::string> names_;
+};
+
+}  // namespace
+
+std::map<std::string, std::string> parse_safetensors_index(const std::string& text, const std::string& source) {
+  const auto j = parse_json_text(text, source);
+  if (!j.is_object()) throw Error(ErrorCode::kFormat, source + ": must be a JSON object");
+  auto it = j.find("weight_map");
+  if (it == j.end() || !it->is_object() || it->empty())
+    throw Error(ErrorCode::kFormat, source + ": field \"weight_map\" must be a non-empty object {tensor: file}");
+  std::map<std::string, std::string> out;
+  for (const auto& [name, file] : it->items()) {
+    if (!file.is_string()) throw Error(ErrorCode::kFormat, source + ": weight_map[\"" + name + "\"] must be a file name");
+    const std::string f = file.get<std::string>();
+    // Shards sit beside the index: a path that leaves the directory is refused.
+    if (f.empty() || f.find('/') != std::string::npos || f.find('\\') != std::string::npos || f == "." || f == "..")
+      throw Error(ErrorCode::kFormat, source + ": weight_map[\"" + name + "\"] = \"" + f +
+                                          "\" is not a plain file name beside the index");
+    out.emplace(name, f);
+  }
+  return out;
+}
+
+std::unique_ptr<WeightStore> open_safetensors_weights(const std::filesystem::path& dir) {
+  return std::make_unique<SafetensorsStore>(dir);
+}
+
+std::unique_ptr<WeightStore> open_gguf_weights(std::shared_ptr<const GgufFile> gguf) {
+  return std::make_unique<GgufStore>(std::move(gguf));
+}
+
+}  // namespace spore::nlp

@@ -1,0 +1,291 @@
+// The shared decoder of every family (NOTE [LLM engine] in docs/design.md): embedding, then per
+// layer RMSNorm -> q/k/v projections (+ biases, + per-head q/k norms) -> rope -> KV cache write ->
+// grouped-query attention over the slot's cache -> output projection -> residual, RMSNorm ->
+// SwiGLU MLP -> residual; then the final RMSNorm and the LM head. Every step is a registry op.
+// Matrix products run once over the tokens of all chunks; attention runs per chunk on its slot.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "nlp/model_internal.h"
+#include "nlp/models/family.h"
+#include "spore/error.h"
+#include "spore/llm.h"
+#include "spore/ops.h"
+
+namespace spore::nlp {
+
+namespace {
+
+using models::Family;
+using models::layer_name;
+
+struct Layer {
+  Tensor attn_norm, ffn_norm, q_norm, k_norm, q_bias, k_bias, v_bias;
+  Weight q, k, v, o, gate, up, down;
+  // latent attention (minicpm3)
+  Weight q_a, q_b, kv_a, kv_b;
+  Tensor q_a_norm, kv_a_norm;
+};
+
+// MiniCPM3's low-rank norms keep RMSNorm's default eps in transformers (not rms_norm_eps).
+constexpr double kLatentNormEps = 1e-6;
+
+class DecoderLM final : public CausalLM {
+ public:
+  DecoderLM(const ModelConfig& config, WeightStore& ws, bool gguf) : cfg_(config) {
+    const Family* fam = nullptr;
+    for (const Family* f : models::all_families())
+      if (f->name == cfg_.family) fam = f;
+    if (!fam) throw Error(ErrorCode::kUnsupported, "model family " + cfg_.family + " is not built in");
+    interleaved_ = gguf && fam->gguf_interleaved_rope;
+    latent_ = fam->latent_attention;
+    const auto& n = fam->names;
+    auto nm = [gguf](const models::TensorName& t, int64_t layer) {
+      return layer_name(gguf ? t.gguf : t.hf, layer);
+    };
+    const int64_t H = cfg_.hidden_size, D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
+                  F = cfg_.intermediate_size, V = cfg_.vocab_size, Dv = cfg_.v_head_dim;
+    embed_ = ws.matrix(nm(n.embed, 0), V, H);
+    final_norm_ = ws.vector(nm(n.final_norm, 0), H);
+    const std::string head = nm(n.lm_head, 0);
+    // Tied embeddings: no head tensor (GGUF drops it; HF configs say tie_word_embeddings).
+    if (ws.contains(head) && !(cfg_.tie_word_embeddings && !gguf))
+      lm_head_ = ws.matrix(head, V, H);
+    else if (!cfg_.tie_word_embeddings && !ws.contains(head))
+      lm_head_ = ws.matrix(head, V, H);  // throws naming the missing head
+    else
+      lm_head_ = embed_;
+    for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+      Layer L;
+      L.attn_norm = ws.vector(nm(n.attn_norm, l), H);
+      L.ffn_norm = ws.vector(nm(n.ffn_norm, l), H);
+      if (latent_) {
+        const int64_t R = cfg_.qk_rope_head_dim, Dn = cfg_.qk_nope_head_dim;
+        L.q_a = ws.matrix(nm(n.q_a, l), cfg_.q_lora_rank, H);
+        L.q_a_norm = ws.vector(nm(n.q_a_norm, l), cfg_.q_lora_rank);
+        L.q_b = ws.matrix(nm(n.q_b, l), Hq * D, cfg_.q_lora_rank);
+        L.kv_a = ws.matrix(nm(n.kv_a, l), cfg_.kv_lora_rank + R, H);
+        L.kv_a_norm = ws.vector(nm(n.kv_a_norm, l), cfg_.kv_lora_rank);
+        L.kv_b = ws.matrix(nm(n.kv_b, l), Hq * (Dn + Dv), cfg_.kv_lora_rank);
+      } else {
+        L.q = ws.matrix(nm(n.q, l), Hq * D, H);
+        L.k = ws.matrix(nm(n.k, l), Hkv * D, H);
+        L.v = ws.matrix(nm(n.v, l), Hkv * D, H);
+      }
+      L.o = ws.matrix(nm(n.o, l), H, Hq * Dv);
+      if (cfg_.attention_bias) {
+        L.q_bias = ws.vector(nm(n.q_bias, l), Hq * D);
+        L.k_bias = ws.vector(nm(n.k_bias, l), Hkv * D);
+        L.v_bias = ws.vector(nm(n.v_bias, l), Hkv * D);
+      }
+      if (cfg_.qk_norm) {
+        L.q_norm = ws.vector(nm(n.q_norm, l), D);
+        L.k_norm = ws.vector(nm(n.k_norm, l), D);
+      }
+      L.gate = ws.matrix(nm(n.gate, l), F, H);
+      L.up = ws.matrix(nm(n.up, l), F, H);
+      L.down = ws.matrix(nm(n.down, l), H, F);
+      layers_.push_back(std::move(L));
+    }
+    // llama.cpp stores Llama 3's scaled frequencies as divisors (rope_freqs.weight).
+    // MiniCPM3's LongRoPE factors are tensors in GGUF (rope_factors_short / _long).
+    if (gguf && ws.contains("rope_freqs.weight")) rope_div_short_ = rope_div_long_ = ws.vector("rope_freqs.weight", cfg_.rope_dim / 2);
+    if (gguf && ws.contains("rope_factors_short.weight")) rope_div_short_ = ws.vector("rope_factors_short.weight", cfg_.rope_dim / 2);
+    if (gguf && ws.contains("rope_factors_long.weight")) rope_div_long_ = ws.vector("rope_factors_long.weight", cfg_.rope_dim / 2);
+    short_inv_ = make_inv_freq(1, rope_div_short_, &short_scale_);
+    long_inv_ = make_inv_freq(cfg_.max_position_embeddings + 1, rope_div_long_, &long_scale_);
+    if (latent_) {
+      embed_scale_ = cfg_.scale_emb;
+      residual_scale_ = cfg_.scale_depth / std::sqrt(static_cast<double>(cfg_.num_layers));
+      head_scale_ = static_cast<double>(cfg_.dim_model_base) / static_cast<double>(cfg_.hidden_size);
+    }
+    memory_ = ws.memory();
+  }
+
+  const ModelConfig& config() const override { return cfg_; }
+
+  uint64_t kv_bytes_per_token(DType dtype) const override {
+    return static_cast<uint64_t>(cfg_.num_layers) * static_cast<uint64_t>(cfg_.num_kv_heads) *
+           static_cast<uint64_t>(cfg_.head_dim + cfg_.v_head_dim) * dtype_size(dtype);
+  }
+
+  std::unique_ptr<KvCache> make_cache(int64_t slots, int64_t context, DType dtype) const override {
+    if (context == 0) context = cfg_.max_position_embeddings;
+    if (slots <= 0 || context <= 0)
+      throw Error(ErrorCode::kValue, "make_cache: slots and context must be positive, got " + std::to_string(slots) +
+                                         " and " + std::to_string(context));
+    if (context > cfg_.max_position_embeddings)
+      throw Error(ErrorCode::kValue, "make_cache: a context of " + std::to_string(context) + " exceeds the model's " +
+                                         std::to_string(cfg_.max_position_embeddings) + " positions (" + cfg_.source + ")");
+    if (!(dtype == DType::kFloat16 || dtype == DType::kBFloat16 || dtype == DType::kFloat32))
+      throw Error(ErrorCode::kDType, std::string("make_cache: the cache dtype must be float16, bfloat16 or float32, got ") +
+                                         dtype_name(dtype));
+    std::vector<Tensor> keys, values;
+    for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+      keys.push_back(zeros({slots, cfg_.num_kv_heads, context, cfg_.head_dim}, dtype));
+      values.push_back(zeros({slots, cfg_.num_kv_heads, context, cfg_.v_head_dim}, dtype));
+    }
+    return std::make_unique<KvCache>(std::move(keys), std::move(values));
+  }
+
+  MemoryReport weight_memory() const override { return memory_; }
+
+  Tensor forward(std::span<const SequenceChunk> chunks, KvCache& cache) override {
+    if (chunks.empty()) throw Error(ErrorCode::kValue, "forward: no sequence chunks");
+    if (cache.layers() != cfg_.num_layers || cache.keys(0).size(1) != cfg_.num_kv_heads ||
+        cache.keys(0).size(3) != cfg_.head_dim || cache.values(0).size(3) != cfg_.v_head_dim)
+      throw Error(ErrorCode::kValue, "forward: the KV cache was not made by this model (make_cache)");
+    const int64_t context = cache.context(), slots = cache.slots();
+    std::vector<int32_t> ids;
+    std::vector<int64_t> positions, keep;
+    std::set<int32_t> seen;
+    int64_t max_end = 0;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const auto& ch = chunks[c];
+      const std::string which = "forward: chunk " + std::to_string(c) + " (slot " + std::to_string(ch.slot) + ")";
+      if (ch.slot < 0 || ch.slot >= slots)
+        throw Error(ErrorCode::kValue, which + ": the cache has " + std::to_string(slots) + " slot(s)");
+      if (!seen.insert(ch.slot).second) throw Error(ErrorCode::kValue, which + ": the slot appears twice in one call");
+      const int64_t len = static_cast<int64_t>(ch.tokens.size());
+      if (len == 0) throw Error(ErrorCode::kValue, which + ": no tokens");
+      if (ch.position < 0 || ch.position > context - len)
+        throw Error(ErrorCode::kValue, which + ": positions " + std::to_string(ch.position) + ".." +
+                                           std::to_string(ch.position + len - 1) + " run past the context of " +
+                                           std::to_string(context) + " (a longer cache, or a shorter prompt)");
+      for (int64_t i = 0; i < len; ++i) {
+        const int32_t id = ch.tokens[static_cast<size_t>(i)];
+        if (id < 0 || id >= cfg_.vocab_size)
+          throw Error(ErrorCode::kValue, which + ": token id " + std::to_string(id) + " at index " + std::to_string(i) +
+                                             " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
+        ids.push_back(id);
+        positions.push_back(ch.position + i);
+        if (ch.all_logits || i == len - 1) keep.push_back(static_cast<int64_t>(ids.size()) - 1);
+      }
+      max_end = std::max(max_end, ch.position + len);
+    }
+    const int64_t N = static_cast<int64_t>(ids.size());
+    const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Dv = cfg_.v_head_dim;
+    const Tensor pos = Tensor::from_vector(positions, Shape{N});
+    // LongRoPE switches to its long factors once a sequence passes the original context (as HF).
+    const bool long_rope = cfg_.rope_scaling.type == "longrope" &&
+                           max_end > (cfg_.rope_scaling.original_max_position > 0 ? cfg_.rope_scaling.original_max_position
+                                                                                   : cfg_.max_position_embeddings);
+    RopeOptions ro;
+    ro.seq_axis = -3;  // [1, N, heads, D]
+    ro.interleaved = interleaved_;
+    ro.scale = long_rope ? long_scale_ : short_scale_;
+    const Tensor& inv = long_rope ? long_inv_ : short_inv_;
+    const double eps = cfg_.rms_norm_eps, attn_scale = 1.0 / std::sqrt(static_cast<double>(D));
+
+    Tensor h = embed_rows(embed_, ids);  // [N, hidden]
+    if (embed_scale_ != 1.0) h = mul(h, embed_scale_);
+    for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+      const Layer& L = layers_[static_cast<size_t>(l)];
+      const Tensor x = rms_norm(h, L.attn_norm, eps);
+      Tensor q, k, v;  // [1, N, heads, D] (v: Dv), rope applied
+      if (latent_) {
+        latent_qkv(L, x, N, pos, inv, ro, q, k, v);
+      } else {
+        plain_qkv(L, x, N, pos, inv, ro, q, k, v);
+      }
+      const Tensor& kc = cache.keys(l);
+      const Tensor& vc = cache.values(l);
+      std::vector<Tensor> outs;
+      int64_t off = 0;
+      for (const auto& ch : chunks) {
+        const int64_t len = static_cast<int64_t>(ch.tokens.size());
+        auto heads_first = [&](const Tensor& t) { return transpose(slice(t, 1, off, off + len), 1, 2).contiguous(); };
+        const Tensor ks = slice(kc, 0, ch.slot, ch.slot + 1), vs = slice(vc, 0, ch.slot, ch.slot + 1);
+        kv_cache_write(ks, heads_first(k), ch.position);
+        kv_cache_write(vs, heads_first(v), ch.position);
+        const Tensor a = attention(heads_first(q), ks, vs, attn_scale, ch.position);  // [1, Hq, len, D]
+        outs.push_back(reshape(transpose(a, 1, 2).contiguous(), {len, Hq * Dv}));
+        off += len;
+      }
+      const Tensor attn = outs.size() == 1 ? outs[0] : concat(outs, 0);
+      h = residual(h, linear(attn, L.o));
+      const Tensor y = rms_norm(h, L.ffn_norm, eps);
+      h = residual(h, linear(mul(silu(linear(y, L.gate)), linear(y, L.up)), L.down));
+    }
+    if (static_cast<int64_t>(keep.size()) != N) h = index_select(h, 0, Tensor::from_vector(keep, Shape{(int64_t)keep.size()}));
+    Tensor out = rms_norm(h, final_norm_, eps);
+    if (head_scale_ != 1.0) out = mul(out, head_scale_);
+    return linear(out, lm_head_);
+  }
+
+ private:
+  Tensor make_inv_freq(int64_t context, const Tensor& divisors, double* scale) const {
+    std::vector<float> inv = rope_inv_freq(cfg_, context, scale);
+    if (divisors.defined()) {
+      const auto f = divisors.to_vector<float>();
+      for (size_t i = 0; i < inv.size(); ++i) {
+        if (!(f[i] > 0)) throw Error(ErrorCode::kFormat, cfg_.source + ": rope frequency factors must be positive");
+        inv[i] /= f[i];
+      }
+    }
+    return Tensor::from_vector(inv, Shape{static_cast<int64_t>(inv.size())});
+  }
+
+  Tensor residual(const Tensor& h, const Tensor& branch) const {
+    return add(h, residual_scale_ == 1.0 ? branch : mul(branch, residual_scale_));
+  }
+
+  // q/k/v projections (+ biases, + per-head norms), then the rope on q and k.
+  void plain_qkv(const Layer& L, const Tensor& x, int64_t N, const Tensor& pos, const Tensor& inv, const RopeOptions& ro,
+                 Tensor& q, Tensor& k, Tensor& v) const {
+    const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
+    q = linear(x, L.q);
+    k = linear(x, L.k);
+    v = linear(x, L.v);
+    if (L.q_bias.defined()) {
+      q = add(q, L.q_bias);
+      k = add(k, L.k_bias);
+      v = add(v, L.v_bias);
+    }
+    q = reshape(q, {1, N, Hq, D});
+    k = reshape(k, {1, N, Hkv, D});
+    v = reshape(v, {1, N, Hkv, D});
+    if (L.q_norm.defined()) {
+      q = rms_norm(q, L.q_norm, cfg_.rms_norm_eps);
+      k = rms_norm(k, L.k_norm, cfg_.rms_norm_eps);
+    }
+    q = rope(q, pos, inv, ro);
+    k = rope(k, pos, inv, ro);
+  }
+
+  // Multi-head latent attention: q = q_b(norm(q_a x)) per head [nope | rope]; kv_a x = [latent |
+  // shared rope key]; kv_b(norm(latent)) per head [k_nope | v]; k = [k_nope | rope key] per head.
+  // The cache holds the expanded per-head k and v (not the latent): the attention op reads them.
+  void latent_qkv(const Layer& L, const Tensor& x, int64_t N, const Tensor& pos, const Tensor& inv,
+                  const RopeOptions& ro, Tensor& q, Tensor& k, Tensor& v) const {
+    const int64_t H = cfg_.num_heads, Dn = cfg_.qk_nope_head_dim, R = cfg_.qk_rope_head_dim, Dv = cfg_.v_head_dim,
+                  C = cfg_.kv_lora_rank;
+    const Tensor qh = reshape(linear(rms_norm(linear(x, L.q_a), L.q_a_norm, kLatentNormEps), L.q_b), {1, N, H, Dn + R});
+    const Tensor q_rot = rope(slice(qh, 3, Dn, Dn + R).contiguous(), pos, inv, ro);
+    q = concat({slice(qh, 3, 0, Dn), q_rot}, 3);
+    const Tensor ckv = linear(x, L.kv_a);  // [N, C + R]
+    const Tensor k_rot = rope(reshape(slice(ckv, 1, C, C + R).contiguous(), {1, N, 1, R}), pos, inv, ro);
+    const Tensor kv = reshape(linear(rms_norm(slice(ckv, 1, 0, C).contiguous(), L.kv_a_norm, kLatentNormEps), L.kv_b),
+                              {1, N, H, Dn + Dv});
+    k = concat({slice(kv, 3, 0, Dn), expand(k_rot, {1, N, H, R})}, 3);
+    v = slice(kv, 3, Dn, Dn + Dv);
+  }
+
+  ModelConfig cfg_;
+  bool interleaved_ = false, latent_ = false;
+  double embed_scale_ = 1, residual_scale_ = 1, head_scale_ = 1;  // minicpm3
+  Weight embed_, lm_head_;
+  Tensor final_norm_, rope_div_short_, rope_div_long_, short_inv_, long_inv_;
+  double short_scale_ = 1, long_scale_ = 1;
+  std::vector<Layer> layers_;
+  MemoryReport memory_;
+};
+
+}  // namespace
+
+std::shared_ptr<CausalLM> make_decoder_lm(const ModelConfig& config, WeightStore& weights, bool gguf_layout) {
+  return std::make_shared<DecoderLM>(config, weights, gguf_layout);
+}
+
+}  // namespace spore::nlp

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/llm/<family>/: tiny random-weight causal LMs and Hugging Face's outputs.
+
+Rerun:  /work/main/.venv-peers/bin/python tools/make_llm_fixtures.py
+        (scripts/install-py-peers.sh nlp torch llm: transformers, torch, safetensors, gguf)
+
+For each family the structure of a real config in ../shared/data/models/ at tiny sizes (2 layers,
+hidden 32, 4 query heads over 2 kv heads, vocab 256), seeded, float32:
+  llama  TinyLlama's structure (untied head) with Llama 3 rope scaling (rope_type llama3, a short
+         original context so that all three frequency bands occur)
+  qwen2  Qwen2.5's structure (q/k/v biases, tied embeddings)
+  qwen3  Qwen3's structure (per-head q/k RMSNorm, head_dim 16 != hidden / heads, tied)
+  minicpm3  MiniCPM3-4B's structure (multi-head latent attention: q_lora 16, kv_lora 8, nope 8 +
+         rope 8, value 8; LongRoPE short factors; scale_emb 12, scale_depth 1.4, dim_model_base
+         256, which llama.cpp's minicpm3 code takes as constants; tied)
+Each directory holds
+  hf/          config.json, generation_config.json, model.safetensors (transformers' save_pretrained)
+  model.gguf   the same weights as GGUF F32, named and laid out as llama.cpp's convert_hf_to_gguf.py
+               does: llama's q/k rows permuted for the interleaved rope, Llama 3's scaled
+               frequencies as the rope_freqs.weight divisors, tied models without output.weight
+  reference.json         prompts (token ids) and a 16-token greedy continuation of prompt 0
+  reference.safetensors  logits_<i>: float32 [len(prompt i), vocab], every position
+The weights are drawn wider than transformers' init (std 1/sqrt(fan_in)) so that logits differ
+by clear margins and the greedy tokens are stable; the script checks those margins.
+GGUF of minicpm3: llama.cpp's names (attn_q_a, attn_q_a_norm, attn_q_b, attn_kv_a_mqa, attn_kv_a_norm,
+attn_kv_b), LongRoPE factors as rope_factors_short/long.weight, no q/k permutation (NeoX rope).
+"""
+import json
+import math
+import pathlib
+import shutil
+
+import numpy as np
+import torch
+import gguf
+from safetensors.torch import save_file
+import transformers
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "llm"
+PROMPTS = [[1, 17, 42, 99, 3, 250, 7], [2, 200], [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]]
+GREEDY = 16
+
+COMMON = dict(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+              rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, hidden_act="silu")
+
+FAMILIES = {
+    "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, dict(
+        rope_theta=10000.0, tie_word_embeddings=False, attention_bias=False,
+        rope_scaling={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 16})),
+    "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, dict(
+        rope_theta=1000000.0, tie_word_embeddings=True, rms_norm_eps=1e-6)),
+    "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM, dict(
+        rope_theta=1000000.0, tie_word_embeddings=True, head_dim=16, attention_bias=False,
+        rms_norm_eps=1e-6)),
+    "minicpm3": (transformers.MiniCPM3Config, transformers.MiniCPM3ForCausalLM, dict(
+        num_key_value_heads=4, q_lora_rank=16, kv_lora_rank=8, qk_nope_head_dim=8, qk_rope_head_dim=8,
+        v_head_dim=8, scale_emb=12, scale_depth=1.4, dim_model_base=256, tie_word_embeddings=True,
+        rope_theta=10000.0,
+        rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.5, 4.0], "long_factor": [2.0, 3.0, 5.0, 8.0],
+                      "original_max_position_embeddings": 64})),
+}
+
+
+def init_weights(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim == 1 and "norm" in name:
+                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
+            elif p.ndim == 1:  # biases
+                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+            elif "embed" in name:
+                # Small against the layers' outputs: with a tied head, a large embedding makes every
+                # model repeat its last token.
+                # (minicpm3 multiplies its embeddings by scale_emb.)
+                p.copy_(0.3 / getattr(model.config, "scale_emb", 1.0) * torch.randn(p.shape, generator=g))
+            elif "o_proj" in name or "down_proj" in name:
+                p.copy_(3.0 * torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+
+
+def greedy(model, prompt):
+    ids = list(prompt)
+    margins = []
+    for _ in range(GREEDY):
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0, -1]
+        top = torch.topk(logits, 2).values
+        margins.append(float(top[0] - top[1]))
+        ids.append(int(torch.argmax(logits)))
+    return ids[len(prompt):], min(margins)
+
+
+def permute_llama(w, n_head):
+    # llama.cpp convert_hf_to_gguf.py LlamaModel.permute: half-split rows -> interleaved pairs.
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gguf_name(hf):
+    if hf == "model.embed_tokens.weight":
+        return "token_embd.weight"
+    if hf == "model.norm.weight":
+        return "output_norm.weight"
+    if hf == "lm_head.weight":
+        return "output.weight"
+    parts = hf.split(".")  # model.layers.N.<module>.<proj>.<weight|bias>
+    n, rest = parts[2], ".".join(parts[3:])
+    table = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+             "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+             "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+             "mlp.down_proj.weight": "ffn_down.weight"}
+    table.update({"self_attn.q_a_proj.weight": "attn_q_a.weight", "self_attn.q_a_layernorm.weight": "attn_q_a_norm.weight",
+                  "self_attn.q_b_proj.weight": "attn_q_b.weight",
+                  "self_attn.kv_a_proj_with_mqa.weight": "attn_kv_a_mqa.weight",
+                  "self_attn.kv_a_layernorm.weight": "attn_kv_a_norm.weight", "self_attn.kv_b_proj.weight": "attn_kv_b.weight"})
+    for proj, short in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v"), ("o", "attn_output")):
+        for kind in ("weight", "bias"):
+            table[f"self_attn.{proj}_proj.{kind}"] = f"{short}.{kind}"
+    return f"blk.{n}.{table[rest]}"
+
+
+def llama3_rope_factors(cfg):
+    # What llama.cpp's converter writes for rope_type llama3: inv_freq_scaled = inv_freq / factor.
+    rs = cfg.rope_scaling if getattr(cfg, "rope_scaling", None) else cfg.rope_parameters
+    dim = cfg.hidden_size // cfg.num_attention_heads
+    base = cfg.rope_theta if hasattr(cfg, "rope_theta") else rs["rope_theta"]
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, low, high, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], \
+        rs["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / low, old / high
+    out = []
+    for f in freqs.tolist():
+        wavelen = 2 * math.pi / f
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def write_gguf(path, family, cfg, state, qtype=None):
+    """qtype None: every tensor F32; else 2-D weights as "F16" or "Q8_0" (norms stay F32, as
+    llama.cpp's quantizer keeps them)."""
+    w = gguf.GGUFWriter(str(path), family)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    if family == "minicpm3":
+        head_dim = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
+    w.add_name(f"spore-tiny-{family}")
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    theta = getattr(cfg, "rope_theta", None) or cfg.rope_parameters["rope_theta"]
+    w.add_rope_freq_base(theta)
+    w.add_vocab_size(cfg.vocab_size)
+    w.add_file_type({None: gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
+                     "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
+    if family == "llama":
+        w.add_rope_dimension_count(head_dim)
+    if family == "qwen3":
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    if family == "minicpm3":
+        w.add_q_lora_rank(cfg.q_lora_rank)
+        w.add_kv_lora_rank(cfg.kv_lora_rank)
+        w.add_key_length(head_dim)
+        w.add_rope_dimension_count(cfg.qk_rope_head_dim)
+    w.add_bos_token_id(cfg.bos_token_id)
+    w.add_eos_token_id(cfg.eos_token_id)
+    tensors = []
+    for name, t in state.items():
+        a = t.detach().to(torch.float32).numpy()
+        if family == "llama" and name.endswith("self_attn.q_proj.weight"):
+            a = permute_llama(a, cfg.num_attention_heads)
+        if family == "llama" and name.endswith("self_attn.k_proj.weight"):
+            a = permute_llama(a, cfg.num_key_value_heads)
+        tensors.append((gguf_name(name), np.ascontiguousarray(a)))
+    if family == "llama":
+        tensors.insert(0, ("rope_freqs.weight", llama3_rope_factors(cfg)))
+    if family == "minicpm3":
+        rs = FAMILIES["minicpm3"][2]["rope_scaling"]
+        tensors.insert(0, ("rope_factors_long.weight", np.array(rs["long_factor"], dtype=np.float32)))
+        tensors.insert(0, ("rope_factors_short.weight", np.array(rs["short_factor"], dtype=np.float32)))
+    for name, a in tensors:
+        if qtype == "F16" and a.ndim == 2:
+            w.add_tensor(name, a.astype(np.float16))
+        elif qtype == "Q8_0" and a.ndim == 2:
+            w.add_tensor(name, gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0),
+                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            w.add_tensor(name, a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# Which fixtures also get a GGUF with 2-D weights in a kernel format (matmul_q and the quantized
+# embedding path), and the logits of the same model with its weights rounded to that format
+# (transformers in float32 on the rounded weights): reference_<type>.safetensors. For Q8_0 the
+# reference also rounds every linear layer's input the way the kernel does (NOTE [Quantized
+# kernels]: q8 blocks of 32 along the row, d = amax / 127, q = round(x / d)), so the comparison
+# stays tight instead of hiding errors under the activations' rounding.
+QUANTIZED = {"qwen2": "F16", "llama": "Q8_0"}
+
+
+def round_weight(a, qtype):
+    if qtype == "F16":
+        return a.astype(np.float16).astype(np.float32)
+    return gguf.quants.dequantize(gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0),
+                                  gguf.GGMLQuantizationType.Q8_0).astype(np.float32)
+
+
+def write_quantized(out, family, cfg, model, state, qtype):
+    write_gguf(out / f"model-{qtype.lower()}.gguf", family, cfg, state, qtype)
+    rounded = {k: torch.from_numpy(round_weight(v.numpy(), qtype)) if v.ndim == 2 else v for k, v in state.items()}
+    model.load_state_dict(rounded, strict=False)  # tied heads follow the rounded embedding
+    plain = torch.nn.Linear.forward
+
+    def q8_input(self, x):
+        blocks = x.reshape(*x.shape[:-1], x.shape[-1] // 32, 32)
+        d = blocks.abs().amax(dim=-1, keepdim=True) / 127
+        q = torch.where(d > 0, torch.round(blocks / torch.where(d > 0, d, 1)), 0)
+        return plain(self, (q * d).reshape(x.shape))
+
+    if qtype == "Q8_0":
+        torch.nn.Linear.forward = q8_input
+    logits = {}
+    try:
+        for i, p in enumerate(PROMPTS):
+            with torch.no_grad():
+                logits[f"logits_{i}"] = model(torch.tensor([p])).logits[0].contiguous()
+    finally:
+        torch.nn.Linear.forward = plain
+    save_file(logits, str(out / f"reference_{qtype.lower()}.safetensors"))
+
+
+def make(family, seed):
+    cfg_cls, model_cls, extra = FAMILIES[family]
+    kwargs = dict(COMMON)
+    kwargs.update(extra)
+    cfg = cfg_cls(**kwargs)
+    torch.manual_seed(seed)
+    model = model_cls(cfg).to(torch.float32).eval()
+    init_weights(model, seed)
+    out = ROOT / family
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "hf").mkdir(parents=True)
+    model.save_pretrained(out / "hf", safe_serialization=True)
+    logits = {}
+    for i, p in enumerate(PROMPTS):
+        with torch.no_grad():
+            logits[f"logits_{i}"] = model(torch.tensor([p])).logits[0].contiguous()
+    cont, margin = greedy(model, PROMPTS[0])
+    assert margin > 1e-3, f"{family}: greedy margin {margin} too small for a stable fixture"
+    save_file(logits, str(out / "reference.safetensors"))
+    ref = {"family": family, "transformers": transformers.__version__, "torch": torch.__version__,
+           "seed": seed, "prompts": PROMPTS, "greedy_prompt": 0, "greedy": cont,
+           "min_greedy_margin": margin}
+    (out / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
+    state = {k: v for k, v in model.state_dict().items()}
+    if cfg.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    write_gguf(out / "model.gguf", family, cfg, state)
+    if family in QUANTIZED:
+        write_quantized(out, family, cfg, model, state, QUANTIZED[family])
+    sizes = {f.name: f.stat().st_size for f in sorted(out.rglob("*")) if f.is_file()}
+    print(family, "greedy", cont, "margin %.4f" % margin, sizes)
+
+
+if __name__ == "__main__":
+    for k, fam in enumerate(FAMILIES):
+        make(fam, 1000 + k)

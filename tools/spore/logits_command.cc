@@ -1,0 +1,105 @@
+// spore logits --model PATH --ids 1,2,3: one forward pass, every position's float32 logits as a
+// JSON array of arrays ([[l0_0, l0_1, ...], [l1_0, ...], ...]), floats printed round-trippably
+// (%.9g). Tests and tools (tools/make_llm_fixtures.py checks, comparisons) rely on exactly this
+// form; the memory figures go to stderr with --verbose so stdout stays the JSON.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "spore/error.h"
+#include "spore/nlp/model.h"
+
+namespace spore::cli {
+
+namespace {
+
+std::vector<int32_t> parse_id_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t used = 0;
+    long long v = 0;
+    bool ok = !item.empty();
+    try {
+      v = ok ? std::stoll(item, &used) : 0;
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    if (!ok || used != item.size() || v < INT32_MIN || v > INT32_MAX)
+      throw Error(ErrorCode::kValue, "--ids: '" + item + "' is not an integer token id; write ids as 1,2,3");
+    ids.push_back(static_cast<int32_t>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+void add_logits_command(CLI::App& app, Handlers& h) {
+  auto* cmd = add_command(app, "logits", "Print every position's logits for token ids (one forward pass, JSON)",
+                          "spore logits --model tests/fixtures/llm/llama/hf --ids 1,2,3");
+  auto model = std::make_shared<std::string>();
+  auto ids = std::make_shared<std::string>();
+  auto verbose = std::make_shared<bool>(false);
+  auto unverified = std::make_shared<bool>(false);
+  cmd->add_option("--model", *model, "Model directory (config.json + safetensors) or .gguf file; default: the embedded SmolLM2");
+  cmd->add_option("--ids", *ids, "Token ids, comma-separated")->required();
+  cmd->add_flag("--verbose", *verbose, "Print load time and memory (mapped / resident weights, KV cache) to stderr");
+  cmd->add_flag("--allow-unverified", *unverified, "Load even when the artifact does not match its lock");
+  cmd->callback([&h, model, ids, verbose, unverified] {
+    h.action = [=] {
+      const std::vector<int32_t> tokens = parse_id_list(*ids);
+      nlp::LoadOptions lo;
+      lo.allow_unverified = *unverified;
+      const auto m = nlp::load_model(model->empty() ? nlp::default_model_path() : std::filesystem::path(*model), lo);
+      const int64_t n = static_cast<int64_t>(tokens.size());
+      // float32 cache: these logits are compared against float32 references.
+      auto cache = m.lm->make_cache(1, std::min<int64_t>(n, m.lm->config().max_position_embeddings), DType::kFloat32);
+      if (*verbose) {
+        const auto w = m.lm->weight_memory();
+        std::fprintf(stderr, "model     %s (%s, %s, %lld layers, vocab %lld)\nload      %.3f s\n",
+                     m.path.c_str(), m.lm->config().family.c_str(), m.format.c_str(),
+                     (long long)m.lm->config().num_layers, (long long)m.lm->config().vocab_size, m.load_seconds);
+        std::fprintf(stderr, "weights   %s mapped, %s resident\nkv cache  %s (float32, %lld positions)\n",
+                     mib(w.weights_mapped).c_str(), mib(w.weights_resident).c_str(), mib(cache->nbytes()).c_str(),
+                     (long long)cache->context());
+        if (m.verification_overridden) std::fprintf(stderr, "lock      MISMATCH, loaded with --allow-unverified\n");
+      }
+      nlp::SequenceChunk c;
+      c.slot = 0;
+      c.position = 0;
+      c.tokens = tokens;
+      c.all_logits = true;
+      const Tensor logits = m.lm->forward({&c, 1}, *cache);
+      const std::vector<float> v = logits.to_vector<float>();
+      const int64_t vocab = logits.size(1);
+      std::string out = "[";
+      char buf[32];
+      for (int64_t i = 0; i < logits.size(0); ++i) {
+        out += i ? ",\n[" : "[";
+        for (int64_t j = 0; j < vocab; ++j) {
+          std::snprintf(buf, sizeof buf, j ? ",%.9g" : "%.9g", static_cast<double>(v[static_cast<size_t>(i * vocab + j)]));
+          out += buf;
+        }
+        out += "]";
+      }
+      out += "]\n";
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      return 0;
+    };
+  });
+}
+
+}  // namespace spore::cli
