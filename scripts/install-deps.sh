@@ -12,6 +12,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       flatbuffers-compiler libflatbuffers-dev  # the model IR's header (NOTE [Model IR])
       python3-sklearn  # python3-sklearn: only for the 8x8 digits data set the CNN example trains on
       libpcre2-dev libutf8proc-dev  # tokenizers: pre-tokenizer regexes, Unicode normalisation
+      libcpp-httplib-dev  # spore serve: the HTTP server (NOTE [Server])
       clang libclang-rt-14-dev libomp-dev)  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
 if [ "${1:-}" = "--bench" ]; then
   # Peers for the comparison benchmarks only: the product never links them.
