@@ -140,6 +140,10 @@ json parse_json_object(std::string_view body) {
                      "invalid_request_error", "", "invalid_utf8");
     throw ApiError(400, "The request body is not valid JSON (at byte " + std::to_string(e.byte) + "); send a JSON object",
                    "invalid_request_error", "", "invalid_json");
+  } catch (const json::exception& e) {
+    // A number too large for a double (out_of_range.406), found by the fuzz target.
+    throw ApiError(400, std::string("The request body is not valid JSON: ") + e.what(), "invalid_request_error", "",
+                   "invalid_json");
   }
   if (!j.is_object()) throw ApiError(400, std::string("The request body must be a JSON object, got ") + type_name(j),
                                      "invalid_request_error", "", "invalid_json");

@@ -62,6 +62,7 @@ TEST(ServeRequest, ErrorCatalogue) {
   const Case cases[] = {
       {"{", true, "", "invalid_json"},
       {"[1]", true, "", "invalid_json"},
+      {"{\"temperature\":21e308}", true, "", "invalid_json"},  // number overflow (a fuzz finding)
       {"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", true, "", "invalid_utf8"},
       {R"({})", true, "messages", "missing_field"},
       {R"({"messages":[]})", true, "messages", "empty_messages"},

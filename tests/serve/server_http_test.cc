@@ -231,7 +231,9 @@ TEST_F(Serve, ChatJsonLogprobsAndSeed) {
   }
   // A token that ends inside a UTF-8 character reads as U+FFFD on its own; otherwise the
   // tokens spell the answer.
-  if (joined.find("\xEF\xBF\xBD") == std::string::npos) EXPECT_EQ(joined, a["choices"][0]["message"]["content"]);
+  if (joined.find("\xEF\xBF\xBD") == std::string::npos) {
+    EXPECT_EQ(joined, a["choices"][0]["message"]["content"]);
+  }
 }
 
 // SSE framing on the wire: every event is "data: <json>\n\n", the deltas add up to the JSON
