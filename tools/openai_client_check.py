@@ -80,6 +80,15 @@ def run_checks(client):
                                                               "properties": {"city": {"type": "string"}}}}}]
     t = client.chat.completions.create(model=model, messages=msgs, max_tokens=8, temperature=0, tools=tools)
     check("chat with tools accepted", t.choices[0].message.role == "assistant")
+    ts = client.chat.completions.create(model=model, messages=msgs, max_tokens=8, temperature=0, tools=tools,
+                                        stream=True)
+    content, calls = "", []
+    for chunk in ts:
+        for c in chunk.choices:
+            content += c.delta.content or ""
+            calls += c.delta.tool_calls or []
+    check("chat with tools streamed", content == (t.choices[0].message.content or "")
+          and len(calls) == len(t.choices[0].message.tool_calls or []), repr(content))
 
     lp = client.chat.completions.create(model=model, messages=msgs, max_tokens=4, temperature=0, logprobs=True,
                                         top_logprobs=2)

@@ -6,6 +6,7 @@
 
 #include "serve/request.h"
 #include "serve/server_impl.h"
+#include "serve/tool_calls.h"
 #include "spore/error.h"
 
 namespace spore::serve {
@@ -35,6 +36,7 @@ struct Reply {
   int64_t created = 0;
   const nlp::Tokenizer* tokenizer = nullptr;
   bool logprobs = false;
+  bool tools = false;  // the request offered tools: the answer is parsed for tool calls at the end
   std::shared_ptr<Job> job;
 
   std::string text;
@@ -121,6 +123,14 @@ struct Reply {
     json c = {{"index", 0}, {"finish_reason", finish_name(finish)}};
     if (chat) {
       c["message"] = {{"role", "assistant"}, {"content", text}};
+      if (tools && finish != nlp::FinishReason::kError) {
+        const ParsedAnswer a = parse_tool_calls(text);
+        if (!a.calls.empty()) {
+          c["message"]["content"] = a.content.empty() ? json(nullptr) : json(a.content);
+          c["message"]["tool_calls"] = tool_calls_json(a.calls, id);
+          c["finish_reason"] = "tool_calls";
+        }
+      }
       c["logprobs"] = logprobs ? json{{"content", chat_logprobs}} : json(nullptr);
     } else {
       c["text"] = text;
@@ -167,6 +177,7 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
   reply->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   reply->tokenizer = &*model->tokenizer;
   reply->logprobs = r.logprobs;
+  reply->tools = chat && r.tools.is_array() && !r.tools.empty();
   reply->job = std::make_shared<Job>(std::move(ids), o);
   if (r.echo) reply->text = prompt_text;
   if (!worker->submit(reply->job)) {
@@ -210,8 +221,9 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
         for (const auto& ev : events) {
           const std::string before = reply->text;
           json lp = reply->add(ev, before);
-          if (!ev.text.empty() || !lp.is_null()) {
-            json delta = reply->chat ? json{{"content", ev.text}} : json(ev.text);
+          // With tools the text is held back: it may be a tool call, sent as such at the end.
+          if ((!ev.text.empty() && !reply->tools) || !lp.is_null()) {
+            json delta = reply->chat ? json{{"content", reply->tools ? "" : ev.text}} : json(ev.text);
             if (reply->chat && !lp.is_null()) lp = {{"content", json::array({lp})}};
             out += sse(reply->chunk(delta, lp, nullptr));
           }
@@ -220,7 +232,16 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
           if (reply->finish == nlp::FinishReason::kError) {
             out += sse(ApiError(500, "Generation failed: " + reply->error, "server_error", "", "generation_failed").to_json());
           } else {
-            out += sse(reply->chunk(reply->chat ? json::object() : json(""), nullptr, finish_name(reply->finish)));
+            json finish = finish_name(reply->finish);
+            if (reply->tools) {
+              const ParsedAnswer a = parse_tool_calls(reply->text);
+              if (!a.content.empty()) out += sse(reply->chunk({{"content", a.content}}, nullptr, nullptr));
+              if (!a.calls.empty()) {
+                out += sse(reply->chunk({{"tool_calls", tool_calls_json(a.calls, reply->id, /*index=*/true)}}, nullptr, nullptr));
+                finish = "tool_calls";
+              }
+            }
+            out += sse(reply->chunk(reply->chat ? json::object() : json(""), nullptr, finish));
             if (include_usage) {
               json u = {{"id", reply->id}, {"object", reply->chat ? "chat.completion.chunk" : "text_completion"},
                         {"created", reply->created}, {"model", reply->model}, {"choices", json::array()},

@@ -374,3 +374,32 @@ TEST_F(Serve, MetricsText) {
 }
 
 }  // namespace
+
+namespace {
+// With tools the answer is parsed for tool calls; streamed, the same content (or calls) arrives.
+TEST_F(Serve, ToolsJsonAndStreamAgree) {
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather in a city",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
+  json req = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"max_tokens", 8},
+              {"temperature", 0}, {"tools", tools}};
+  const json whole = post("/v1/chat/completions", req);
+  req["stream"] = true;
+  auto r = client().Post("/v1/chat/completions", req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  std::string content;
+  size_t calls = 0;
+  for (size_t pos = 0; (pos = r->body.find("data: ", pos)) != std::string::npos;) {
+    const size_t end = r->body.find("\n\n", pos);
+    const std::string data = r->body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") break;
+    const json c = json::parse(data);
+    const json& d = c["choices"][0]["delta"];
+    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    if (d.contains("tool_calls")) calls += d["tool_calls"].size();
+  }
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_EQ(content, msg["content"].is_null() ? "" : msg["content"].get<std::string>());
+  EXPECT_EQ(calls, msg.contains("tool_calls") ? msg["tool_calls"].size() : 0u);
+}
+}  // namespace
