@@ -122,7 +122,6 @@ void Server::Impl::load() {
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(load_mu);
     load_error = e.what();
-    std::fprintf(stderr, "spore serve: the model failed to load: %s\n", e.what());
   }
 }
 
@@ -271,10 +270,18 @@ int Server::bind() {
 void Server::run() {
   Impl& m = *impl_;
   bind();
-  std::thread loader([&m] { m.load(); });
+  std::thread loader([&m] {
+    m.load();
+    if (m.ready) return;
+    // A server without its model is no use: stop (once listening), and say why below.
+    for (int i = 0; i < 5000 && !m.http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    m.http.stop();
+  });
   m.http.listen_after_bind();
   loader.join();
   m.worker.reset();
+  std::lock_guard<std::mutex> lock(m.load_mu);
+  if (!m.load_error.empty()) throw Error(ErrorCode::kIO, "spore serve: the model failed to load: " + m.load_error);
 }
 
 void Server::stop() {

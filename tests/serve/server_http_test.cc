@@ -403,3 +403,23 @@ TEST_F(Serve, ToolsJsonAndStreamAgree) {
   EXPECT_EQ(calls, msg.contains("tool_calls") ? msg["tool_calls"].size() : 0u);
 }
 }  // namespace
+
+namespace {
+// A model that cannot load: /health answers 503 with an error object while loading, then the
+// server stops with exit status 1 and the reason (no model file is needed for this one).
+TEST(ServeNoModel, ExitsWithTheReason) {
+  const int p = free_port();
+  const std::string bin = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+  const std::string cmd = bin + " serve --model /nonexistent/model.gguf --port " + std::to_string(p) + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_TRUE(f);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, f)) out += buf;
+  const int status = pclose(f);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << out;
+  EXPECT_NE(out.find("listening on http://127.0.0.1:" + std::to_string(p)), std::string::npos) << out;
+  EXPECT_NE(out.find("the model failed to load"), std::string::npos) << out;
+  EXPECT_NE(out.find("/nonexistent/model.gguf"), std::string::npos) << out;
+}
+}  // namespace

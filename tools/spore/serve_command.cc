@@ -4,6 +4,7 @@
 // Prints the address at once (/health answers 503 while the model loads), then the model's
 // figures; SIGINT or SIGTERM stops it.
 #include <csignal>
+#include <exception>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -34,10 +35,16 @@ int run_serve(const serve::ServeOptions& o) {
     std::fprintf(stderr, "spore serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     server.stop();
   });
-  server.run();
+  std::exception_ptr failure;
+  try {
+    server.run();
+  } catch (...) {
+    failure = std::current_exception();  // rethrown once the waiter is gone (main prints it)
+  }
   // Wake the waiter if no signal came (run() ended for another reason).
   pthread_kill(waiter.native_handle(), SIGUSR1);
   waiter.join();
+  if (failure) std::rethrow_exception(failure);
   return 0;
 }
 
