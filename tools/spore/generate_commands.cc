@@ -68,6 +68,7 @@ struct ModelArgs {
   double presence_penalty = 0.0, frequency_penalty = 0.0;
   int64_t top_k = 0, repeat_last_n = 64;
   int threads = 0;
+  std::string kv_cache = "f16";
   uint64_t seed = 0;
   CLI::Option *temperature_opt = nullptr, *top_k_opt = nullptr, *top_p_opt = nullptr, *min_p_opt = nullptr,
               *repeat_opt = nullptr, *seed_opt = nullptr, *max_memory_opt = nullptr;
@@ -89,6 +90,9 @@ struct ModelArgs {
     cmd->add_option("--frequency-penalty", frequency_penalty, "OpenAI frequency penalty (0: off)");
     seed_opt = cmd->add_option("--seed", seed, "Random seed (the same seed gives the same text)");
     cmd->add_option("--threads", threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--kv-cache", kv_cache, "KV cache dtype: f16, bf16 or f32")
+        ->check(CLI::IsMember({"f16", "bf16", "f32"}))
+        ->capture_default_str();
     cmd->add_option("--context", context, "Tokens of context to allocate (default: what the run needs, or 4096 for chat)")
         ->check(CLI::NonNegativeNumber);
     max_memory_opt = cmd->add_option("--max-memory", max_memory,
@@ -134,6 +138,7 @@ struct ModelArgs {
   nlp::EngineOptions engine_options() const {
     nlp::EngineOptions e;
     e.context = context;
+    e.kv_dtype = kv_cache == "f32" ? DType::kFloat32 : kv_cache == "bf16" ? DType::kBFloat16 : DType::kFloat16;
     if (max_memory_opt->count()) e.max_memory = max_memory;
     return e;
   }
@@ -287,7 +292,7 @@ void add_generate_commands(CLI::App& app, Handlers& h) {
   auto ignore_eos = std::make_shared<bool>(false);
   auto* prompt_opt = gen->add_option("--prompt", *prompt, "The prompt text");
   auto* ids_opt = gen->add_option("--prompt-ids", *prompt_ids, "The prompt as token ids, 1,2,3 (instead of --prompt)");
-  gen->add_option("--stop", *stops, "Stop before this text (repeatable)");
+  gen->add_option("--stop", *stops, "Stop before this text (repeatable: --stop A --stop B)")->allow_extra_args(false);
   gen->add_flag("--chat", *chat, "Wrap the prompt in the model's chat template as one user message");
   gen->add_option("--system", *system, "With --chat: a system message before the prompt");
   gen->add_flag("--print-ids", *print_ids, "Print one JSON line: prompt_ids, ids, text, finish (no streaming)");
