@@ -361,6 +361,22 @@ TEST_F(Serve, QueueFullAndDisconnectFreesSlots) {
   EXPECT_EQ(ok["choices"].size(), 1u);
 }
 
+// Clients that send a byte and stall hold one connection each, never the others' requests.
+TEST_F(Serve, StalledClientsDoNotBlockOthers) {
+  std::vector<int> stalled;
+  for (int i = 0; i < 3; ++i) {
+    int fd = connect_to(port);
+    ASSERT_GE(fd, 0);
+    send_all(fd, "P");
+    stalled.push_back(fd);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const json ok = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(ok["choices"].size(), 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  for (int fd : stalled) close(fd);
+}
+
 TEST_F(Serve, MetricsText) {
   post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 2}});
   const std::string m = metrics();
