@@ -14,6 +14,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       libpcre2-dev libutf8proc-dev  # tokenizers: pre-tokenizer regexes, Unicode normalisation
       libcurl4-openssl-dev  # spore pull: downloads from a Hugging Face-compatible hub
       libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX in (Lite) and out (export, its checker)
+      libcpp-httplib-dev  # spore serve: the HTTP server (NOTE [Server])
       clang libclang-rt-14-dev libomp-dev  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
       pybind11-dev python3-dev python3-numpy python3-pytest)  # the Python modules and their tests
 if [ "${1:-}" = "--bench" ]; then

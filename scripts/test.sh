@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/progress.sh
 bash scripts/build.sh release
+# The LLM tests run the embedded default model (skipped, saying so, without it): fetched quietly.
+step "fetching the embedded model (SmolLM2-135M-Instruct)" bash scripts/fetch-model.sh
 test_preset release
 if [ "${SPORE_SKIP_ASAN:-0}" != 1 ]; then
   bash scripts/build.sh asan

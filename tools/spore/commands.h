@@ -27,6 +27,8 @@ void add_ir_commands(CLI::App& app, Handlers& h);
 void add_lite_commands(CLI::App& app, Handlers& h);
 void add_template_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_tokenize_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+void add_generate_commands(CLI::App& app, Handlers& h);
 void add_logits_command(CLI::App& app, Handlers& h);
+void add_serve_command(CLI::App& app, Handlers& h);
 
 }  // namespace spore::cli

@@ -8,6 +8,7 @@
 //   spore lite run FILE --input NAME=FILE.npy --output DIR   a model in the Lite runtime
 //   spore template PATH --messages FILE.json   a chat template rendered as transformers does
 //   spore tokenize | detokenize        tokenizers (tokenizer.json, model directory, GGUF)
+//   spore generate | chat              text generation from a language model (default: SmolLM2)
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -46,7 +47,9 @@ int main(int argc, char** argv) {
   spore::cli::add_lite_commands(app, handlers);
   spore::cli::add_template_command(app, handlers, command);
   spore::cli::add_tokenize_commands(app, handlers, command);
+  spore::cli::add_generate_commands(app, handlers);
   spore::cli::add_logits_command(app, handlers);
+  spore::cli::add_serve_command(app, handlers);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -33,8 +33,14 @@ struct SamplingOptions {
   double frequency_penalty = 0.0;   // OpenAI: minus per occurrence
   int64_t penalty_last_n = 64;      // window of seen tokens the penalties look at (-1: all)
   std::optional<uint64_t> seed;     // fixed: reproducible; else from the clock
-  int64_t top_logprobs = 0;         // > 0: report that many alternatives per token
+  bool logprobs = false;            // report each sampled token's logprob (SequenceEvent::logprob)
+  int64_t top_logprobs = 0;         // > 0 (at most 20): report that many alternatives per token
 };
+// Order (llama.cpp's default chain): penalties over the last penalty_last_n tokens the sequence
+// saw (prompt and generated), then top-k, top-p and min-p on the model's distribution, then the
+// temperature, then a draw. Logprobs are those of the model's raw distribution (before penalties
+// and filters). GenerateOptions::apply_model_defaults fills a field from the model's
+// generation_config.json only where it still holds the default value above.
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
@@ -56,13 +62,20 @@ struct TokenLogprob {
 // What one step produced for one sequence.
 struct SequenceEvent {
   uint64_t sequence = 0;
-  std::optional<int32_t> token;  // the sampled token, if any this step
+  std::optional<int32_t> token;  // the sampled token, if any this step (an EOS token too, which
+                                 // finishes the sequence and adds no text)
+  bool eos = false;              // the token is one of the sequence's EOS ids
   std::string text;              // newly complete UTF-8 text (held back while a stop string may match)
-  float logprob = 0;
+  float logprob = 0;             // when SamplingOptions::logprobs or top_logprobs
   std::vector<TokenLogprob> top_logprobs;
   FinishReason finished = FinishReason::kNone;
+  std::string error;  // kError: what went wrong (a NaN logit, ...); the other sequences go on
 };
 
+// prompt_ms: from the sequence's first prefill step to its first token (the prefill's speed);
+// first_token_ms: from add() to the first token (queueing included); total_ms: add() to the end.
+// generated_tokens counts every sampled token, an EOS too; decode speed is over the tokens after
+// the first.
 struct Timings {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   double prompt_ms = 0, first_token_ms = 0, total_ms = 0;
@@ -95,8 +108,12 @@ class Engine {
   bool idle() const;           // nothing active or queued
   int64_t active() const;
   int64_t queued() const;
+  // A running or finished sequence's timings (the last 4096 finished ones are kept); kValue for
+  // an unknown id.
   const Timings& timings(uint64_t sequence) const;
-  MemoryReport memory() const;
+  MemoryReport memory() const;  // weights, the KV cache as allocated, the scratch estimate
+  int64_t context() const;      // tokens per slot
+  int64_t slots() const;
 
   struct Impl;
 
@@ -106,17 +123,23 @@ class Engine {
 
 struct GenerationResult {
   std::string text;
-  std::vector<int32_t> tokens;
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> tokens;  // generated, without a final EOS
   FinishReason finish = FinishReason::kNone;
   Timings timings;
+  MemoryReport memory;
 };
 
-// Encodes `prompt` (the tokenizer's special-token rules), generates on a one-slot engine, and
-// calls on_text with each newly complete piece of text (never a partial UTF-8 character).
+// Encodes `prompt` (add_special_tokens as Hugging Face's default; invalid UTF-8 is kValue),
+// generates on a one-slot engine, and calls on_text with each newly complete piece of text (never
+// a partial UTF-8 character). `engine.context` 0 here means prompt + max_tokens (at most the
+// model's maximum), so a short generation does not allocate a long cache.
 GenerationResult generate(const LoadedModel& model, std::string_view prompt, const GenerateOptions& options,
-                          const std::function<void(std::string_view)>& on_text = {});
+                          const std::function<void(std::string_view)>& on_text = {},
+                          const EngineOptions& engine = {});
 // The same from token ids.
 GenerationResult generate_ids(const LoadedModel& model, std::vector<int32_t> prompt, const GenerateOptions& options,
-                              const std::function<void(std::string_view)>& on_text = {});
+                              const std::function<void(std::string_view)>& on_text = {},
+                              const EngineOptions& engine = {});
 
 }  // namespace spore::nlp

@@ -1,0 +1,51 @@
+// spore serve (NOTE [Server] in docs/design.md): an OpenAI-compatible HTTP server over one causal
+// LM. One worker thread owns the model and the engine; HTTP threads parse requests, queue them
+// (bounded) and stream the worker's events back as JSON or server-sent events.
+//
+//   spore::serve::ServeOptions o;
+//   o.port = 0;                       // any free port
+//   spore::serve::Server s(o);
+//   int port = s.bind();              // listening now; /health answers 503 until the model loads
+//   s.run();                          // loads the model, serves until stop()
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace spore::serve {
+
+struct ServeOptions {
+  std::string model;                // directory or .gguf; empty: nlp::default_model_path()
+  std::string host = "127.0.0.1";   // loopback unless asked otherwise
+  int port = 8080;                  // 0: any free port (bind() says which)
+  int64_t slots = 4;                // sequences decoded together
+  int64_t context = 2048;           // tokens per slot (KV memory is slots x context)
+  int64_t queue = 16;               // requests waiting for a slot before 503
+  std::string api_key;              // non-empty: Authorization: Bearer required (not on /health)
+  std::size_t max_body_bytes = std::size_t{1} << 20;  // larger bodies: 413
+  int64_t max_messages = 512;       // longer message lists: 400
+  bool allow_unverified = false;    // load a model whose lock does not match
+  int threads = 0;                  // kernel threads (0: one per core)
+};
+
+class Server {
+ public:
+  explicit Server(ServeOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  // Binds the listening socket; returns the port. kIO naming host:port when it cannot.
+  int bind();
+  // Loads the model (the server answers /health with 503 meanwhile) and serves until stop().
+  // Binds first when bind() was not called.
+  void run();
+  void stop();  // from any thread (a signal handler's helper thread)
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spore::serve

@@ -1,0 +1,331 @@
+// The generation engine (NOTE [Generation]): slots over one KV cache, a FIFO queue, and a step
+// that batches every active sequence's next chunk into one CausalLM::forward call.
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "nlp/generate/memory_plan.h"
+#include "nlp/generate/sampler.h"
+#include "nlp/generate/stop_text.h"
+#include "spore/error.h"
+#include "spore/nlp/generate.h"
+
+namespace spore::nlp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+constexpr size_t kFinishedKept = 4096;
+
+// Sampling options with the model's generation_config.json defaults filled in where the caller
+// left the default value.
+SamplingOptions with_model_defaults(SamplingOptions s, const GenerationDefaults& g) {
+  const SamplingOptions d;
+  if (g.temperature && s.temperature == d.temperature) s.temperature = *g.temperature;
+  if (g.top_p && s.top_p == d.top_p) s.top_p = *g.top_p;
+  if (g.min_p && s.min_p == d.min_p) s.min_p = *g.min_p;
+  if (g.repetition_penalty && s.repetition_penalty == d.repetition_penalty) s.repetition_penalty = *g.repetition_penalty;
+  if (g.top_k && s.top_k == d.top_k) s.top_k = *g.top_k;
+  return s;
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+double Timings::prompt_tokens_per_second() const {
+  return prompt_ms > 0 ? prompt_tokens * 1000.0 / prompt_ms : 0.0;
+}
+
+double Timings::tokens_per_second() const {
+  const double decode_ms = total_ms - first_token_ms;
+  return generated_tokens > 1 && decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0.0;
+}
+
+struct Sequence {
+  uint64_t id = 0;
+  std::vector<int32_t> prompt;
+  GenerateOptions options;
+  std::vector<int32_t> eos;
+  detail::Sampler sampler;
+  std::optional<StreamDecoder> stream;
+  detail::StopText stop;
+  int32_t slot = -1;
+  int64_t fed = 0;              // tokens written into the slot's cache rows
+  int64_t generated = 0;        // tokens sampled so far (EOS included)
+  std::vector<int32_t> next;    // the sampled token waiting to be fed (one element)
+  Timings timings;
+  Clock::time_point added, started, first;
+
+  Sequence(const SamplingOptions& s, int64_t vocab, std::vector<std::string> stops)
+      : sampler(s, vocab), stop(std::move(stops)) {}
+};
+
+struct Engine::Impl {
+  std::shared_ptr<CausalLM> lm;
+  std::optional<Tokenizer> tokenizer;
+  GenerationDefaults defaults;
+  std::vector<int32_t> model_eos;
+  EngineOptions options;
+  int64_t context = 0;
+  int64_t vocab = 0;
+  MemoryReport memory;
+  std::unique_ptr<KvCache> cache;
+  std::vector<bool> slot_used;
+  std::deque<std::unique_ptr<Sequence>> queue;
+  std::vector<std::unique_ptr<Sequence>> active;  // in admission order: the chunks' order
+  std::map<uint64_t, Timings> finished;
+  std::deque<uint64_t> finished_order;
+  std::vector<SequenceEvent> pending;  // cancellations, reported by the next step()
+  uint64_t next_id = 1;
+
+  void retire(std::unique_ptr<Sequence>& s) {
+    s->timings.total_ms = ms_between(s->added, Clock::now());
+    if (s->slot >= 0) slot_used[(size_t)s->slot] = false;
+    finished[s->id] = s->timings;
+    finished_order.push_back(s->id);
+    if (finished_order.size() > kFinishedKept) {
+      finished.erase(finished_order.front());
+      finished_order.pop_front();
+    }
+    s.reset();
+  }
+
+  // Handles a sampled token; returns the event and whether the sequence is done.
+  SequenceEvent take(Sequence& s, std::span<const float> row);
+};
+
+Engine::Engine(const LoadedModel& model, const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  if (!model.lm) throw Error(ErrorCode::kValue, "engine: the LoadedModel holds no model");
+  m.lm = model.lm;
+  m.tokenizer = model.tokenizer;
+  m.defaults = model.generation;
+  const ModelConfig& c = m.lm->config();
+  m.model_eos = c.eos_ids;
+  if (m.model_eos.empty() && m.tokenizer && m.tokenizer->eos_id()) m.model_eos.push_back(*m.tokenizer->eos_id());
+  m.options = options;
+  m.vocab = c.vocab_size;
+  if (m.vocab <= 0) throw Error(ErrorCode::kValue, "engine: the model's config (" + c.source + ") has no vocabulary size");
+  if (options.slots < 1) throw Error(ErrorCode::kValue, "engine: slots is " + std::to_string(options.slots) + "; give at least 1");
+  if (options.prefill_chunk < 1)
+    throw Error(ErrorCode::kValue, "engine: prefill_chunk is " + std::to_string(options.prefill_chunk) + "; give at least 1");
+  const int64_t model_max = c.max_position_embeddings;
+  if (options.context < 0) throw Error(ErrorCode::kValue, "engine: context is negative");
+  if (options.context == 0) {
+    m.context = model_max > 0 ? std::min<int64_t>(model_max, 4096) : 4096;
+  } else {
+    if (model_max > 0 && options.context > model_max)
+      throw Error(ErrorCode::kValue, "engine: a context of " + std::to_string(options.context) +
+                                         " tokens is longer than the model's maximum, " + std::to_string(model_max) +
+                                         " (max_position_embeddings in " + c.source + "); lower --context");
+    m.context = options.context;
+  }
+  m.memory = detail::plan_memory(*m.lm, options, m.context);
+  if (options.max_memory) detail::check_memory(*m.lm, options, m.context, m.memory, *options.max_memory);
+  // The cache is made once, here; the model writes it in place (kv_cache_write) at each step.
+  m.cache = m.lm->make_cache(options.slots, m.context, options.kv_dtype);
+  m.slot_used.assign((size_t)options.slots, false);
+}
+
+Engine::~Engine() = default;
+
+uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options) {
+  Impl& m = *impl_;
+  if (prompt.empty()) throw Error(ErrorCode::kValue, "generate: the prompt is empty; give at least one token");
+  if ((int64_t)prompt.size() > m.context)
+    throw Error(ErrorCode::kValue, "generate: the prompt has " + std::to_string(prompt.size()) +
+                                       " tokens but the context holds " + std::to_string(m.context) +
+                                       "; shorten the prompt or raise --context" +
+                                       (m.lm->config().max_position_embeddings > 0
+                                            ? " (the model allows up to " +
+                                                  std::to_string(m.lm->config().max_position_embeddings) + ")"
+                                            : std::string()));
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= m.vocab)
+      throw Error(ErrorCode::kValue, "generate: prompt token " + std::to_string(i) + " is id " +
+                                         std::to_string(prompt[i]) + ", outside the vocabulary of " +
+                                         std::to_string(m.vocab));
+  if (options.max_tokens < 1)
+    throw Error(ErrorCode::kValue, "generate: max_tokens is " + std::to_string(options.max_tokens) + "; give at least 1");
+  if (!options.stop.empty() && !m.tokenizer)
+    throw Error(ErrorCode::kValue, "generate: stop strings need the model's tokenizer, and this model has none");
+  for (int32_t e : options.eos_ids)
+    if (e < 0 || e >= m.vocab)
+      throw Error(ErrorCode::kValue, "generate: EOS id " + std::to_string(e) + " is outside the vocabulary of " +
+                                         std::to_string(m.vocab));
+  SamplingOptions so = options.apply_model_defaults ? with_model_defaults(options.sampling, m.defaults) : options.sampling;
+  auto s = std::make_unique<Sequence>(so, m.vocab, options.stop);
+  s->id = m.next_id++;
+  s->options = options;
+  s->options.sampling = so;
+  s->eos = options.eos_ids.empty() ? m.model_eos : options.eos_ids;
+  if (m.tokenizer) s->stream.emplace(*m.tokenizer);
+  for (int32_t t : prompt) s->sampler.accept(t);
+  s->prompt = std::move(prompt);
+  s->timings.prompt_tokens = (int64_t)s->prompt.size();
+  s->added = Clock::now();
+  const uint64_t id = s->id;
+  m.queue.push_back(std::move(s));
+  return id;
+}
+
+SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row) {
+  SequenceEvent ev;
+  ev.sequence = s.id;
+  const detail::Draw d = s.sampler.sample(row);
+  s.sampler.accept(d.id);
+  ++s.generated;
+  s.timings.generated_tokens = s.generated;
+  if (s.generated == 1) {
+    s.first = Clock::now();
+    s.timings.prompt_ms = ms_between(s.started, s.first);
+    s.timings.first_token_ms = ms_between(s.added, s.first);
+  }
+  ev.token = d.id;
+  ev.logprob = d.logprob;
+  ev.top_logprobs = d.top;
+  bool matched = false;
+  // The end of the text: whatever the stop filter and the stream decoder still hold.
+  auto drain = [&] {
+    if (s.stream) {
+      std::string rest = s.stop.push(s.stream->finish(), &matched);
+      ev.text += rest;
+    }
+    if (!matched) ev.text += s.stop.flush();
+  };
+  if (!s.options.ignore_eos && std::find(s.eos.begin(), s.eos.end(), d.id) != s.eos.end()) {
+    drain();
+    ev.eos = true;
+    ev.finished = FinishReason::kStop;
+    return ev;
+  }
+  if (s.stream) ev.text = s.stop.push(s.stream->push(d.id), &matched);
+  if (matched) {
+    ev.finished = FinishReason::kStop;
+    return ev;
+  }
+  if (s.generated >= s.options.max_tokens || s.fed >= context) {
+    drain();
+    ev.finished = matched ? FinishReason::kStop : FinishReason::kLength;
+    return ev;
+  }
+  s.next.assign(1, d.id);
+  return ev;
+}
+
+std::vector<SequenceEvent> Engine::step() {
+  Impl& m = *impl_;
+  std::vector<SequenceEvent> events = std::move(m.pending);
+  m.pending.clear();
+  // Admission: queued sequences take free slots in arrival order.
+  for (size_t slot = 0; slot < m.slot_used.size() && !m.queue.empty(); ++slot) {
+    if (m.slot_used[slot]) continue;
+    m.slot_used[slot] = true;
+    m.queue.front()->slot = (int32_t)slot;
+    m.queue.front()->started = Clock::now();
+    m.active.push_back(std::move(m.queue.front()));
+    m.queue.pop_front();
+  }
+  if (m.active.empty()) return events;
+  // One chunk per active sequence: the next prefill piece, or the token sampled last step.
+  std::vector<SequenceChunk> chunks;
+  chunks.reserve(m.active.size());
+  for (const auto& s : m.active) {
+    SequenceChunk c;
+    c.slot = s->slot;
+    c.position = s->fed;
+    const int64_t left = (int64_t)s->prompt.size() - s->fed;
+    if (left > 0) {
+      c.tokens = std::span<const int32_t>(s->prompt.data() + s->fed, (size_t)std::min(left, m.options.prefill_chunk));
+    } else {
+      c.tokens = std::span<const int32_t>(s->next);
+    }
+    chunks.push_back(c);
+  }
+  const Tensor logits = m.lm->forward(chunks, *m.cache);
+  if (!logits.defined() || logits.dtype() != DType::kFloat32 || logits.ndim() != 2 ||
+      logits.size(0) != (int64_t)chunks.size() || logits.size(1) != m.vocab)
+    throw Error(ErrorCode::kInternal, "engine: the model's forward returned " +
+                                          (logits.defined() ? logits.str() : std::string("nothing")) + " for " +
+                                          std::to_string(chunks.size()) + " chunks; expected float32 [chunks, vocab " +
+                                          std::to_string(m.vocab) + "]");
+  const Tensor rows = logits.contiguous();
+  const float* base = rows.data<float>();
+  for (size_t i = 0; i < m.active.size(); ++i) {
+    Sequence& s = *m.active[i];
+    s.fed += (int64_t)chunks[i].tokens.size();
+    if (s.fed < (int64_t)s.prompt.size()) continue;  // a prefill piece that is not the last
+    SequenceEvent ev;
+    try {
+      ev = m.take(s, std::span<const float>(base + i * (size_t)m.vocab, (size_t)m.vocab));
+    } catch (const Error& e) {  // this sequence's logits or text went wrong: it ends, the others go on
+      ev = SequenceEvent{};
+      ev.sequence = s.id;
+      ev.finished = FinishReason::kError;
+      ev.error = e.what();
+    }
+    const bool done = ev.finished != FinishReason::kNone;
+    events.push_back(std::move(ev));
+    if (done) m.retire(m.active[i]);
+  }
+  std::erase_if(m.active, [](const std::unique_ptr<Sequence>& s) { return !s; });
+  return events;
+}
+
+void Engine::cancel(uint64_t sequence) {
+  Impl& m = *impl_;
+  auto cancel_in = [&](auto& list) {
+    for (auto it = list.begin(); it != list.end(); ++it) {
+      if ((*it)->id != sequence) continue;
+      SequenceEvent ev;
+      ev.sequence = sequence;
+      ev.finished = FinishReason::kCancelled;
+      m.pending.push_back(std::move(ev));
+      m.retire(*it);  // frees the slot now
+      list.erase(it);
+      return true;
+    }
+    return false;
+  };
+  if (!cancel_in(m.active)) cancel_in(m.queue);
+}
+
+bool Engine::idle() const { return impl_->active.empty() && impl_->queue.empty(); }
+int64_t Engine::active() const { return (int64_t)impl_->active.size(); }
+int64_t Engine::queued() const { return (int64_t)impl_->queue.size(); }
+MemoryReport Engine::memory() const { return impl_->memory; }
+int64_t Engine::context() const { return impl_->context; }
+int64_t Engine::slots() const { return impl_->options.slots; }
+
+const Timings& Engine::timings(uint64_t sequence) const {
+  for (const auto& s : impl_->active)
+    if (s->id == sequence) return s->timings;
+  for (const auto& s : impl_->queue)
+    if (s->id == sequence) return s->timings;
+  auto it = impl_->finished.find(sequence);
+  if (it == impl_->finished.end())
+    throw Error(ErrorCode::kValue, "engine: no sequence " + std::to_string(sequence) +
+                                       " (never added, or finished more than " + std::to_string(kFinishedKept) +
+                                       " sequences ago)");
+  return it->second;
+}
+
+}  // namespace spore::nlp

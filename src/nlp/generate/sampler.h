@@ -1,0 +1,65 @@
+// The sampler of one sequence (NOTE [Generation]): penalties over the recent tokens, then the
+// filters in llama.cpp's default order (top-k, top-p, min-p, temperature), then a seeded draw.
+// Internal to the engine; the tests drive it directly against float64 references.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "spore/nlp/generate.h"
+
+namespace spore::nlp::detail {
+
+// Throws kValue naming the field when an option is outside its domain (temperature < 0, top_p not
+// in (0, 1], min_p not in [0, 1], top_k < 0, repetition_penalty <= 0, penalty_last_n < -1,
+// top_logprobs outside [0, 20], a penalty or temperature that is not finite).
+void validate_sampling(const SamplingOptions& o);
+
+struct Draw {
+  int32_t id = 0;
+  float logprob = 0;                  // log-softmax of the raw logits (before penalties, filters)
+  std::vector<TokenLogprob> top;      // the top_logprobs most likely tokens under the same
+};
+
+class Sampler {
+ public:
+  // vocab: the logits row length. The RNG is std::mt19937_64 seeded with options.seed (or the
+  // clock and std::random_device when unset); its output sequence is fixed by the standard, and the
+  // draw converts it to a double by hand, so a seed gives the same tokens on every platform.
+  Sampler(const SamplingOptions& options, int64_t vocab);
+
+  // Records a token the model saw (prompt or generated) in the penalty window.
+  void accept(int32_t token);
+
+  // Samples one token from a logits row of `vocab` floats. kValue for a NaN logit.
+  Draw sample(std::span<const float> logits);
+
+  // The probability of every id after penalties, filters and temperature (one-hot on the argmax
+  // for temperature 0): what sample() draws from. For tests and diagnostics.
+  std::vector<double> distribution(std::span<const float> logits) const;
+
+  // The penalised logits (repetition, presence, frequency over the window), as float64.
+  std::vector<double> penalised(std::span<const float> logits) const;
+
+ private:
+  struct Candidates {
+    std::vector<int32_t> ids;
+    std::vector<double> probs;  // normalised
+  };
+  Candidates filter(const std::vector<double>& logits) const;
+  double uniform();  // [0, 1) from 53 bits of the generator
+
+  SamplingOptions o_;
+  int64_t vocab_;
+  std::mt19937_64 rng_;
+  std::deque<int32_t> window_;
+  std::unordered_map<int32_t, int32_t> counts_;
+};
+
+// Index of the largest value, ties to the lowest index.
+int32_t argmax(std::span<const double> v);
+
+}  // namespace spore::nlp::detail

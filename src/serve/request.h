@@ -1,0 +1,46 @@
+// Parsing and validation of the OpenAI request bodies (/v1/chat/completions, /v1/completions),
+// kept apart from HTTP so the fuzz target (tests/fuzz/serve_request_fuzz.cc) feeds it raw bytes.
+// Every problem is an ApiError (400) naming the field; unknown fields are ignored, as OpenAI's
+// clients send fields a server may not know.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "serve/api_error.h"
+#include "spore/nlp/generate.h"
+
+namespace spore::serve {
+
+struct RequestLimits {
+  std::string model_id;        // the served model's id; "" accepts any "model"
+  int64_t max_messages = 512;  // chat messages per request
+  int64_t context = 2048;      // max_tokens may not exceed it
+};
+
+struct CompletionRequest {
+  bool chat = false;
+  std::string model;
+  nlohmann::json messages;     // chat: the messages as the chat template reads them (content as text)
+  nlohmann::json tools;        // chat: the request's tools (null when none)
+  std::string prompt;          // completions: the prompt text
+  std::optional<int64_t> max_tokens;
+  nlp::GenerateOptions generate;  // sampling fields and stop strings set from the request
+  bool stream = false;
+  bool include_usage = false;     // stream_options.include_usage
+  bool logprobs = false;
+  int64_t top_logprobs = 0;
+  bool echo = false;              // completions: echo the prompt
+};
+
+// `chat` selects which body is expected. Throws ApiError.
+CompletionRequest parse_completion_request(std::string_view body, bool chat, const RequestLimits& limits);
+
+// Parses a JSON object body (any route) or throws ApiError 400 (invalid JSON, invalid UTF-8, not an object).
+nlohmann::json parse_json_object(std::string_view body);
+
+}  // namespace spore::serve

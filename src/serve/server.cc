@@ -1,0 +1,291 @@
+// Set-up of the HTTP server, authentication, error answers, metrics, and the small routes
+// (/health, /v1/models, /tokenize, /detokenize, /apply-template, /metrics, / and the chat page).
+#include <openssl/crypto.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "serve/request.h"
+#include "serve/server_impl.h"
+#include "serve/web_page.h"
+#include "spore/context.h"
+#include "spore/error.h"
+
+namespace spore::serve {
+
+using nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_json(httplib::Response& res, const json& j, int status) {
+  res.status = status;
+  res.set_content(dump(j), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.to_json(), e.status); }
+
+namespace {
+
+// Routes named in the metrics; anything else counts as "other" (bounded label values).
+std::string route_label(const std::string& path) {
+  for (const char* r : {"/health", "/v1/models", "/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize",
+                        "/apply-template", "/metrics", "/"})
+    if (path == r) return r;
+  return "other";
+}
+
+// Constant-time comparison (the time does not depend on where the strings differ); the length
+// is not secret.
+bool key_matches(const std::string& given, const std::string& key) {
+  return given.size() == key.size() && CRYPTO_memcmp(given.data(), key.data(), key.size()) == 0;
+}
+
+// Runs a handler, turning exceptions into error objects.
+httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+  return [fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    try {
+      fn(req, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const Error& e) {
+      const bool client = e.code() == ErrorCode::kValue || e.code() == ErrorCode::kFormat ||
+                          e.code() == ErrorCode::kIndex || e.code() == ErrorCode::kUnsupported;
+      send_error(res, ApiError(client ? 400 : 500, e.what(), client ? "invalid_request_error" : "server_error", "",
+                               error_code_name(e.code())));
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+    }
+  };
+}
+
+}  // namespace
+
+void Server::Impl::require_ready() const {
+  if (ready) return;
+  std::string why = "The model is still loading; retry shortly";
+  {
+    auto& self = const_cast<Impl&>(*this);
+    std::lock_guard<std::mutex> lock(self.load_mu);
+    if (!load_error.empty()) why = "The model failed to load: " + load_error;
+  }
+  throw ApiError(503, why, "server_error", "", load_error.empty() ? "loading" : "load_failed");
+}
+
+std::string Server::Impl::render_chat(const json& messages, const json& tools) const {
+  if (!model->chat_template)
+    throw ApiError(400, model->path.filename().string() + " carries no chat template; use /v1/completions",
+                   "invalid_request_error", "messages", "no_chat_template");
+  json kwargs = json::object();
+  if (!tools.is_null()) kwargs["tools"] = tools;
+  return model->chat_template->render(dump(messages), /*add_generation_prompt=*/true, dump(kwargs));
+}
+
+void Server::Impl::load() {
+  try {
+    set_num_threads(options.threads);
+    nlp::LoadOptions lo;
+    lo.allow_unverified = options.allow_unverified;
+    lo.require_tokenizer = true;
+    const std::filesystem::path path = options.model.empty() ? nlp::default_model_path() : std::filesystem::path(options.model);
+    auto m = std::make_unique<nlp::LoadedModel>(nlp::load_model(path, lo));
+    std::string id = path.filename().string();
+    if (std::filesystem::is_directory(path)) {
+      for (const auto& e : std::filesystem::directory_iterator(path))
+        if (e.path().extension() == ".gguf") id = e.path().stem().string();
+    } else {
+      id = path.stem().string();
+    }
+    // End of an answer: the artifact's EOS ids and the chat template's eos_token.
+    std::vector<int32_t> eos = m->lm->config().eos_ids;
+    if (eos.empty() && m->tokenizer->eos_id()) eos.push_back(*m->tokenizer->eos_id());
+    if (m->chat_template) {
+      const auto& special = m->chat_template->special_tokens();
+      if (auto it = special.find("eos_token"); it != special.end())
+        if (auto tid = m->tokenizer->token_to_id(it->second); tid && std::find(eos.begin(), eos.end(), *tid) == eos.end())
+          eos.push_back(*tid);
+    }
+    nlp::EngineOptions eo;
+    eo.slots = options.slots;
+    eo.context = options.context;
+    auto w = std::make_unique<Worker>(*m, eo, options.queue, metrics);
+    const nlp::MemoryReport mem = m->lm->weight_memory();
+    std::fprintf(stderr,
+                 "spore serve: model %s loaded in %.2f s; %lld slots x %lld tokens of context, KV cache %.1f MB, "
+                 "weights %.1f MB\n",
+                 id.c_str(), m->load_seconds, (long long)eo.slots, (long long)w->context(),
+                 (double)w->gauges().kv_bytes / 1e6, (double)(mem.weights_mapped + mem.weights_resident) / 1e6);
+    model = std::move(m);
+    worker = std::move(w);
+    model_id = id;
+    chat_eos = eos;
+    ready = true;
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(load_mu);
+    load_error = e.what();
+  }
+}
+
+void Server::Impl::routes() {
+  // Authentication on every route but /health.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.compare(0, prefix.size(), prefix) == 0 && key_matches(auth.substr(prefix.size()), options.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError(401, "Missing or wrong API key; send the header 'Authorization: Bearer <key>'",
+                             "authentication_error", "", "invalid_api_key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Errors httplib produces itself (no route, body too large, bad request line) get an error object too.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404)
+      send_error(res, ApiError(404, "No route " + req.method + " " + req.path + "; see GET /v1/models, POST "
+                                    "/v1/chat/completions, POST /v1/completions",
+                               "invalid_request_error", "", "unknown_route"));
+    else if (res.status == 413)
+      send_error(res, ApiError(413, "The request body is larger than this server takes (" +
+                                        std::to_string(options.max_body_bytes) + " bytes); send less",
+                               "invalid_request_error", "", "body_too_large"));
+    else
+      send_error(res, ApiError(res.status, "HTTP error " + std::to_string(res.status),
+                               res.status >= 500 ? "server_error" : "invalid_request_error"));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics.request(route_label(req.path), res.status);
+  });
+
+  http.Get("/health", guarded([this](const httplib::Request&, httplib::Response& res) {
+    require_ready();
+    send_json(res, {{"status", "ok"}});
+  }));
+  http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
+    require_ready();
+    json m = {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "spore"}};
+    m["meta"] = {{"n_ctx", worker->context()},
+                 {"n_vocab", model->lm->config().vocab_size},
+                 {"family", model->lm->config().family},
+                 {"format", model->format},
+                 {"slots", options.slots}};
+    send_json(res, {{"object", "list"}, {"data", json::array({m})}});
+  }));
+  http.Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    completion(req, res, true);
+  }));
+  http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    completion(req, res, false);
+  }));
+  http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    require_ready();
+    const json body = parse_json_object(req.body);
+    auto c = body.find("content");
+    if (c == body.end() || !c->is_string()) throw bad_field("content", "missing or not a string", "invalid_type");
+    bool add_special = false, with_pieces = false;
+    if (auto a = body.find("add_special"); a != body.end()) {
+      if (!a->is_boolean()) throw bad_field("add_special", "expected a boolean", "invalid_type");
+      add_special = *a;
+    }
+    if (auto a = body.find("with_pieces"); a != body.end()) {
+      if (!a->is_boolean()) throw bad_field("with_pieces", "expected a boolean", "invalid_type");
+      with_pieces = *a;
+    }
+    const std::vector<int32_t> ids = model->tokenizer->encode(c->get<std::string>(), add_special);
+    json tokens = json::array();
+    for (int32_t id : ids) {
+      if (with_pieces) {
+        const int32_t one[1] = {id};
+        tokens.push_back({{"id", id}, {"piece", model->tokenizer->decode(one)}});
+      } else {
+        tokens.push_back(id);
+      }
+    }
+    send_json(res, {{"tokens", tokens}});
+  }));
+  http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    require_ready();
+    const json body = parse_json_object(req.body);
+    auto t = body.find("tokens");
+    if (t == body.end() || !t->is_array()) throw bad_field("tokens", "missing or not a list of token ids", "invalid_type");
+    std::vector<int32_t> ids;
+    const int32_t vocab = model->tokenizer->vocab_size();
+    for (const json& x : *t) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab)
+        throw bad_field("tokens", x.dump() + " is not a token id; ids are integers in [0, " + std::to_string(vocab) + ")");
+      ids.push_back((int32_t)x.get<int64_t>());
+    }
+    send_json(res, {{"content", model->tokenizer->decode(ids)}});
+  }));
+  http.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    require_ready();
+    RequestLimits lim{model_id, options.max_messages, worker->context()};
+    json body = parse_json_object(req.body);
+    body.erase("model");
+    body.erase("stream");
+    body.erase("stream_options");
+    const CompletionRequest r = parse_completion_request(dump(body), /*chat=*/true, lim);
+    send_json(res, {{"prompt", render_chat(r.messages, r.tools)}});
+  }));
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    Gauges g;
+    if (ready) g = worker->gauges();
+    res.set_content(metrics.render(g), "text/plain; version=0.0.4");
+  });
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(chat_page_html(), "text/html; charset=utf-8");
+  });
+}
+
+Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  if (impl_->options.slots < 1) throw Error(ErrorCode::kValue, "spore serve: --slots must be at least 1");
+  if (impl_->options.queue < 0) throw Error(ErrorCode::kValue, "spore serve: --queue must be 0 or more");
+  if (impl_->options.context < 0) throw Error(ErrorCode::kValue, "spore serve: --ctx must be 0 or more");
+  impl_->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Impl& m = *impl_;
+  // Threads: every slot and queued request may hold one (a stream), plus some for the small routes.
+  const size_t threads = (size_t)(m.options.slots + m.options.queue + 8);
+  m.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  m.http.set_payload_max_length(m.options.max_body_bytes);
+  m.http.set_read_timeout(10, 0);   // a client that stops sending loses its connection
+  m.http.set_write_timeout(10, 0);  // so does one that stops reading
+  m.http.set_keep_alive_timeout(5);
+  m.routes();
+}
+
+Server::~Server() { stop(); }
+
+int Server::bind() {
+  Impl& m = *impl_;
+  if (m.port >= 0) return m.port;
+  m.port = m.options.port == 0 ? m.http.bind_to_any_port(m.options.host)
+                               : (m.http.bind_to_port(m.options.host, m.options.port) ? m.options.port : -1);
+  if (m.port < 0)
+    throw Error(ErrorCode::kIO, "spore serve: cannot listen on " + m.options.host + ":" + std::to_string(m.options.port) +
+                                    " (in use, or not an address of this machine); pick another --port or --host");
+  return m.port;
+}
+
+void Server::run() {
+  Impl& m = *impl_;
+  bind();
+  std::thread loader([&m] {
+    m.load();
+    if (m.ready) return;
+    // A server without its model is no use: stop (once listening), and say why below.
+    for (int i = 0; i < 5000 && !m.http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    m.http.stop();
+  });
+  m.http.listen_after_bind();
+  loader.join();
+  m.worker.reset();
+  std::lock_guard<std::mutex> lock(m.load_mu);
+  if (!m.load_error.empty()) throw Error(ErrorCode::kIO, "spore serve: the model failed to load: " + m.load_error);
+}
+
+void Server::stop() {
+  if (impl_) impl_->http.stop();
+}
+
+}  // namespace spore::serve

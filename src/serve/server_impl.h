@@ -1,0 +1,49 @@
+// Server internals shared by the route files (server.cc: set-up and small routes,
+// completions.cc: the two completion routes, JSON and SSE).
+#pragma once
+#include <httplib.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "serve/api_error.h"
+#include "serve/metrics.h"
+#include "serve/worker.h"
+#include "spore/nlp/model.h"
+#include "spore/serve.h"
+
+namespace spore::serve {
+
+struct Server::Impl {
+  ServeOptions options;
+  httplib::Server http;
+  Metrics metrics;
+  int port = -1;
+  int64_t created = 0;  // unix seconds at start, for /v1/models
+
+  std::atomic<bool> ready{false};
+  std::mutex load_mu;
+  std::string load_error;  // when loading failed: /health says why
+  std::unique_ptr<nlp::LoadedModel> model;
+  std::unique_ptr<Worker> worker;
+  std::string model_id;
+  std::vector<int32_t> chat_eos;
+  std::atomic<uint64_t> next_id{1};
+
+  void routes();
+  void load();
+  void require_ready() const;  // ApiError 503 while loading
+  void completion(const httplib::Request& req, httplib::Response& res, bool chat);
+  std::string render_chat(const nlohmann::json& messages, const nlohmann::json& tools) const;
+};
+
+// Sends an error object with its status.
+void send_error(httplib::Response& res, const ApiError& e);
+void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
+// JSON text that never throws on odd bytes (replaced by U+FFFD).
+std::string dump(const nlohmann::json& j);
+
+}  // namespace spore::serve

@@ -1,0 +1,37 @@
+// libFuzzer target: the server's request parser (src/serve/request.cc), fed raw request bodies.
+// The first byte picks the route (odd: chat, even: completions); the rest is the body.
+//
+// Contract checked: a body either parses or throws ApiError with a 400 status, a non-empty
+// message and an error object that serialises; a parsed request holds values in OpenAI's ranges
+// (temperature [0, 2], top_p (0, 1], max_tokens within the context, n = 1, at most 4 stops).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz_util.h"
+#include "serve/request.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace spore;
+  if (size == 0) return 0;
+  const bool chat = data[0] & 1;
+  const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const serve::RequestLimits limits{"smol", 8, 256};
+  try {
+    const serve::CompletionRequest r = serve::parse_completion_request(body, chat, limits);
+    const auto& s = r.generate.sampling;
+    fuzz::require(s.temperature >= 0 && s.temperature <= 2, "temperature in [0, 2]");
+    fuzz::require(s.top_p > 0 && s.top_p <= 1, "top_p in (0, 1]");
+    fuzz::require(!r.max_tokens || (*r.max_tokens >= 1 && *r.max_tokens <= limits.context), "max_tokens in range");
+    fuzz::require(r.generate.stop.size() <= 4, "at most 4 stops");
+    fuzz::require(s.top_logprobs >= 0 && s.top_logprobs <= 20, "top_logprobs in [0, 20]");
+    if (chat) fuzz::require(!r.messages.empty() && (int64_t)r.messages.size() <= limits.max_messages, "messages in range");
+    else fuzz::require(!r.prompt.empty(), "a prompt");
+    (void)r.messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);  // valid UTF-8 throughout
+  } catch (const serve::ApiError& e) {
+    fuzz::require(e.status == 400, "a parse error is a 400");
+    fuzz::require(*e.what() != '\0', "an error says what is wrong");
+    (void)e.to_json().dump();
+  }
+  return 0;
+}

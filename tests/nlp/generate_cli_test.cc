@@ -1,0 +1,119 @@
+// `spore generate` and `spore chat` run as a person or a script runs them. Usage errors need no
+// model; the runs use the embedded default (SmolLM2-135M-Instruct, scripts/fetch-model.sh) and
+// are skipped, saying why, when it is not fetched or this build has no model loader.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+const std::string kSpore = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+
+struct CliRun {
+  int status = 0;
+  std::string out, err;
+};
+
+// Runs `args` through the shell with `input` on stdin; captures stdout and stderr.
+CliRun run(const std::string& args, const std::string& input = "") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string in = (dir / "spore_generate_cli.in").string(), err = (dir / "spore_generate_cli.err").string();
+  std::ofstream(in) << input;
+  FILE* p = popen((kSpore + " " + args + " <" + in + " 2>" + err).c_str(), "r");
+  CliRun r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  r.status = WEXITSTATUS(pclose(p));
+  std::ifstream e(err);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// Empty when the default model is fetched; else the reason to skip.
+std::string model_unavailable() {
+  const auto dir = std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct";
+  if (std::filesystem::is_directory(dir))
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".gguf") return "";
+  return dir.string() + " is not there (bash scripts/fetch-model.sh)";
+}
+
+TEST(GenerateCli, UsageErrorsNeedNoModel) {
+  ASSERT_TRUE(std::filesystem::exists(kSpore)) << "build spore_cli first";
+  CliRun r = run("generate --max-tokens 4");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--prompt"), std::string::npos) << r.err;
+  r = run("generate --prompt x --temperature -1");
+  EXPECT_EQ(r.status, 2);
+  r = run("generate --prompt x --prompt-ids 1,2");
+  EXPECT_EQ(r.status, 2);
+  r = run("generate --model /nonexistent/model.gguf --prompt x");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("/nonexistent/model.gguf"), std::string::npos) << r.err;
+  r = run("generate --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("spore generate --prompt"), std::string::npos);  // the example line
+}
+
+TEST(GenerateCli, GreedyTextIdsStopAndMemory) {
+  if (const std::string why = model_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  CliRun r = run("generate --prompt 'The capital of France is' --max-tokens 12 --temperature 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
+  for (const char* part : {"prompt 5 tokens", "prefill", "tokens/s", "first token", "KV cache", "finish: length"})
+    EXPECT_NE(r.err.find(part), std::string::npos) << part << " in: " << r.err;
+  const std::string streamed = r.out;
+  r = run("generate --prompt 'The capital of France is' --max-tokens 12 --temperature 0 --print-ids");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ids"].size(), 12u);
+  EXPECT_EQ(j["prompt_ids"], nlohmann::json::parse("[504,3575,282,4649,314]"));  // spore tokenize's ids
+  EXPECT_EQ(j["text"].get<std::string>() + "\n", streamed);  // the same text, streamed or not
+  EXPECT_EQ(j["finish"], "length");
+  // A stop string inside the greedy text cuts it before the stop.
+  const std::string text = j["text"];
+  const size_t paris = text.find("Paris");
+  ASSERT_NE(paris, std::string::npos);
+  r = run("generate --prompt 'The capital of France is' --max-tokens 12 --temperature 0 --stop Paris --print-ids");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["text"], text.substr(0, paris));
+  EXPECT_EQ(nlohmann::json::parse(r.out)["finish"], "stop");
+  // --max-memory too small: the figures, exit 2, nothing generated.
+  r = run("generate --prompt hi --max-tokens 4 --context 4096 --max-memory 1000000");
+  EXPECT_EQ(r.status, 2);
+  for (const char* part : {"weights", "KV cache", "scratch", "--max-memory"})
+    EXPECT_NE(r.err.find(part), std::string::npos) << part << " in: " << r.err;
+  EXPECT_TRUE(r.out.empty());
+  // Seeded sampling repeats itself.
+  const std::string s1 = run("generate --prompt 'Once upon a time' --max-tokens 8 --seed 7 --print-ids").out;
+  EXPECT_EQ(s1, run("generate --prompt 'Once upon a time' --max-tokens 8 --seed 7 --print-ids").out);
+  EXPECT_EQ(nlohmann::json::parse(s1)["ids"].size(), 8u);
+}
+
+TEST(GenerateCli, ChatFromStdinWithResetAndExit) {
+  if (const std::string why = model_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const CliRun r = run("chat --temperature 0 --max-tokens 12 --system 'You are a helpful assistant.'",
+                    "What is the capital of France?\n/reset\n\nName a colour.\n/exit\nnot read\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Two answers (the empty line is skipped, nothing after /exit is read), each with its figures.
+  EXPECT_EQ(count(r.err, "tokens/s"), 2u) << r.err;
+  EXPECT_EQ(count(r.out, "\n"), 2u) << r.out;
+  EXPECT_NE(r.err.find("(conversation reset)"), std::string::npos);
+  EXPECT_GT(r.out.size(), 8u);
+  EXPECT_EQ(r.out.find("\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_EQ(r.out.find("<|im_"), std::string::npos) << r.out;  // the template's markers stay out
+  // End of input ends the chat too.
+  EXPECT_EQ(run("chat --temperature 0 --max-tokens 4", "Hi\n").status, 0);
+}
+
+}  // namespace

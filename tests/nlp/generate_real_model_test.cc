@@ -1,0 +1,62 @@
+// The engine on the real embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF; skipped, saying so,
+// when scripts/fetch-model.sh has not fetched it): several sequences batched into each forward
+// pass give exactly the greedy tokens each gives alone, and the stream never shows a U+FFFD on
+// Chinese and emoji prompts.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "spore/nlp/generate.h"
+
+namespace {
+
+using namespace spore::nlp;
+
+const std::filesystem::path kModel = std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct";
+
+bool have_model() {
+  if (!std::filesystem::is_directory(kModel)) return false;
+  for (const auto& e : std::filesystem::directory_iterator(kModel))
+    if (e.path().extension() == ".gguf") return true;
+  return false;
+}
+
+const LoadedModel& model() {
+  static const LoadedModel m = load_model(kModel, {.require_tokenizer = true});
+  return m;
+}
+
+const std::vector<std::string> kPrompts = {"The capital of France is", "深度学习框架在昇腾处理器上", "My favourite emoji are 🦙 and",
+                                           "def fibonacci(n):"};
+
+TEST(GenerateRealModel, BatchedEqualsSoloGreedy) {
+  if (!have_model()) GTEST_SKIP() << kModel << " is not there (bash scripts/fetch-model.sh)";
+  GenerateOptions o;
+  o.max_tokens = 12;
+  o.sampling.temperature = 0;
+  o.ignore_eos = true;
+  std::vector<std::vector<int32_t>> solo;
+  for (const std::string& p : kPrompts) solo.push_back(generate(model(), p, o).tokens);
+  EngineOptions eo;
+  eo.slots = 3;  // four prompts over three slots: one waits for a free slot
+  eo.context = 64;
+  eo.prefill_chunk = 4;  // prompts take several steps next to other sequences' decodes
+  Engine e(model(), eo);
+  std::vector<uint64_t> ids;
+  for (const std::string& p : kPrompts) ids.push_back(e.add(model().tokenizer->encode(p, true), o));
+  std::map<uint64_t, std::vector<int32_t>> got;
+  std::map<uint64_t, std::string> text;
+  while (!e.idle())
+    for (const SequenceEvent& ev : e.step()) {
+      if (ev.token) got[ev.sequence].push_back(*ev.token);
+      EXPECT_EQ(ev.text.find("\xEF\xBF\xBD"), std::string::npos) << "piece '" << ev.text << "'";
+      text[ev.sequence] += ev.text;
+    }
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    EXPECT_EQ(got[ids[i]], solo[i]) << kPrompts[i];
+    EXPECT_EQ(text[ids[i]], model().tokenizer->decode(solo[i])) << kPrompts[i];
+  }
+}
+
+}  // namespace

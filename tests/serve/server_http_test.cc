@@ -1,0 +1,441 @@
+// `spore serve` end to end: the real SmolLM2-135M-Instruct behind a spawned server on a free
+// loopback port, spoken to over raw sockets and httplib's client. Skipped, with the reason,
+// when the model file is absent (scripts/fetch-model.sh fetches it).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "spore/nlp/generate.h"
+
+namespace {
+
+using nlohmann::json;
+const char* kKey = "test-key-123";
+
+std::filesystem::path model_path() {
+  return std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct";
+}
+bool have_model() {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model_path(), ec)) return false;
+  for (const auto& e : std::filesystem::directory_iterator(model_path(), ec))
+    if (e.path().extension() == ".gguf") return true;
+  return false;
+}
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, (sockaddr*)&a, sizeof a);
+  socklen_t n = sizeof a;
+  getsockname(fd, (sockaddr*)&a, &n);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A raw HTTP/1.1 exchange: the test sees the bytes as a curl user would.
+int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (sockaddr*)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+std::string post_raw(const std::string& path, const std::string& body, bool auth = true) {
+  std::string r = "POST " + path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n";
+  if (auth) r += std::string("Authorization: Bearer ") + kKey + "\r\n";
+  return r + "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+void send_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    off += (size_t)n;
+  }
+}
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, (size_t)n);
+  return out;
+}
+
+// Removes HTTP chunked framing.
+std::string dechunk(const std::string& body) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t eol = body.find("\r\n", pos);
+    if (eol == std::string::npos) break;
+    size_t len = std::stoul(body.substr(pos, eol - pos), nullptr, 16);
+    if (len == 0) break;
+    out += body.substr(eol + 2, len);
+    pos = eol + 2 + len + 2;
+  }
+  return out;
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  static inline pid_t pid = -1;
+  static inline int port = 0;
+
+  static void SetUpTestSuite() {
+    if (!have_model()) return;
+    port = free_port();
+    const std::string bin = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+    const std::string port_s = std::to_string(port);
+    pid = fork();
+    if (pid == 0) {
+      execl(bin.c_str(), bin.c_str(), "serve", "--model", model_path().c_str(), "--port", port_s.c_str(), "--slots", "2",
+            "--queue", "1", "--ctx", "512", "--api-key", kKey, "--max-body", "65536", "--threads", "2", (char*)nullptr);
+      _exit(127);
+    }
+    httplib::Client c("127.0.0.1", port);
+    for (int i = 0; i < 600; ++i) {
+      auto r = c.Get("/health");
+      if (r && r->status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "spore serve did not become healthy in 60 s";
+  }
+  static void TearDownTestSuite() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "spore serve did not stop cleanly: " << status;
+      pid = -1;
+    }
+  }
+  void SetUp() override {
+    if (!have_model()) GTEST_SKIP() << "no model at " << model_path() << " (scripts/fetch-model.sh fetches it)";
+  }
+  httplib::Client client() {
+    httplib::Client c("127.0.0.1", port);
+    c.set_bearer_token_auth(kKey);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+  json post(const std::string& path, const json& body, int want_status = 200) {
+    auto c = client();
+    auto r = c.Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(r) << path;
+    if (!r) return {};
+    EXPECT_EQ(r->status, want_status) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+    return json::parse(r->body);
+  }
+  std::string metrics() {
+    auto r = client().Get("/metrics");
+    return r ? r->body : "";
+  }
+  double metric(const std::string& name) {
+    std::smatch m;
+    const std::string text = metrics();
+    if (std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+-]+)\n"))) return std::stod(m[1]);
+    return -1;
+  }
+};
+
+void expect_error_object(const json& j) {
+  ASSERT_TRUE(j.contains("error")) << j.dump();
+  for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << k << " in " << j.dump();
+}
+
+TEST_F(Serve, HealthModelsAndAuth) {
+  httplib::Client anon("127.0.0.1", port);
+  auto h = anon.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(json::parse(h->body), json({{"status", "ok"}}));
+  auto denied = anon.Get("/v1/models");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 401);
+  expect_error_object(json::parse(denied->body));
+  httplib::Client wrong("127.0.0.1", port);
+  wrong.set_bearer_token_auth("test-key-124");
+  EXPECT_EQ(wrong.Get("/v1/models")->status, 401);
+  auto m = client().Get("/v1/models");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  const json j = json::parse(m->body);
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 1u);
+  EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_EQ(j["data"][0]["id"], "SmolLM2-135M-Instruct.Q4_1");
+}
+
+// The server's greedy completion equals the library's generate() on the same model: the HTTP
+// layer, queue and batching add nothing to the text.
+TEST_F(Serve, GreedyCompletionMatchesTheLibrary) {
+  const std::string prompt = "The capital of France is";
+  const json j = post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}});
+  EXPECT_EQ(j["object"], "text_completion");
+  const auto m = spore::nlp::load_model(model_path(), {.require_tokenizer = true});
+  spore::nlp::GenerateOptions o;
+  o.max_tokens = 8;
+  o.sampling.temperature = 0;
+  const auto ref = spore::nlp::generate(m, prompt, o);
+  EXPECT_EQ(j["choices"][0]["text"], ref.text);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], ref.finish == spore::nlp::FinishReason::kLength ? "length" : "stop");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], (int64_t)ref.prompt_tokens.size());
+  EXPECT_EQ(j["usage"]["completion_tokens"], (int64_t)ref.tokens.size());
+  EXPECT_EQ(j["usage"]["total_tokens"], (int64_t)(ref.prompt_tokens.size() + ref.tokens.size()));
+  for (const char* k : {"prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second"})
+    EXPECT_TRUE(j["timings"].contains(k)) << k;
+}
+
+TEST_F(Serve, ChatJsonLogprobsAndSeed) {
+  const json req = {{"model", "SmolLM2-135M-Instruct.Q4_1"},
+                    {"messages", {{{"role", "user"}, {"content", "Name a colour."}}}},
+                    {"max_tokens", 6}, {"temperature", 1.0}, {"seed", 1234}, {"logprobs", true}, {"top_logprobs", 2}};
+  const json a = post("/v1/chat/completions", req);
+  const json b = post("/v1/chat/completions", req);
+  EXPECT_EQ(a["object"], "chat.completion");
+  EXPECT_EQ(a["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(a["choices"][0]["message"]["content"], b["choices"][0]["message"]["content"]) << "seed must reproduce";
+  const json& lp = a["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ((int64_t)lp.size(), a["usage"]["completion_tokens"].get<int64_t>());
+  std::string joined;
+  for (const json& t : lp) {
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    EXPECT_EQ(t["top_logprobs"].size(), 2u);
+    // The top alternative is at least as likely as any other listed.
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
+    joined += t["token"].get<std::string>();
+  }
+  // A token that ends inside a UTF-8 character reads as U+FFFD on its own; otherwise the
+  // tokens spell the answer.
+  if (joined.find("\xEF\xBF\xBD") == std::string::npos) {
+    EXPECT_EQ(joined, a["choices"][0]["message"]["content"]);
+  }
+}
+
+// SSE framing on the wire: every event is "data: <json>\n\n", the deltas add up to the JSON
+// answer's text, the finish chunk, then the usage chunk (choices empty), then [DONE].
+TEST_F(Serve, StreamFramingAndUsage) {
+  const json base = {{"messages", {{{"role", "user"}, {"content", "Say hello."}}}}, {"max_tokens", 8}, {"temperature", 0}};
+  const json whole = post("/v1/chat/completions", base);
+  json sreq = base;
+  sreq["stream"] = true;
+  sreq["stream_options"] = {{"include_usage", true}};
+  int fd = connect_to(port);
+  ASSERT_GE(fd, 0);
+  send_all(fd, post_raw("/v1/chat/completions", sreq.dump()));
+  const std::string raw = read_all(fd);
+  close(fd);
+  const size_t head_end = raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  const std::string head = raw.substr(0, head_end);
+  EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
+  EXPECT_NE(head.find("Content-Type: text/event-stream"), std::string::npos) << head;
+  const std::string body = dechunk(raw.substr(head_end + 4));
+  std::vector<std::string> events;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    const size_t end = body.find("\n\n", pos);
+    ASSERT_NE(end, std::string::npos) << "an event without its blank line: " << body.substr(pos);
+    const std::string ev = body.substr(pos, end - pos);
+    ASSERT_EQ(ev.rfind("data: ", 0), 0u) << ev;
+    events.push_back(ev.substr(6));
+    pos = end + 2;
+  }
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  for (size_t i = 0; i + 3 < events.size(); ++i) {
+    const json c = json::parse(events[i]);
+    EXPECT_EQ(c["object"], "chat.completion.chunk");
+    EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
+    if (i == 0) {
+      EXPECT_EQ(c["choices"][0]["delta"]["role"], "assistant");
+    }
+    text += c["choices"][0]["delta"].value("content", "");
+  }
+  const json fin = json::parse(events[events.size() - 3]);
+  EXPECT_EQ(fin["choices"][0]["finish_reason"], whole["choices"][0]["finish_reason"]);
+  const json usage = json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"], whole["usage"]);
+  EXPECT_EQ(text, whole["choices"][0]["message"]["content"]);
+}
+
+TEST_F(Serve, TokenizeDetokenizeTemplate) {
+  const json t = post("/tokenize", {{"content", "Hello world"}});
+  ASSERT_FALSE(t["tokens"].empty());
+  const json d = post("/detokenize", {{"tokens", t["tokens"]}});
+  EXPECT_EQ(d["content"], "Hello world");
+  const json p = post("/apply-template", {{"messages", {{{"role", "user"}, {"content", "Hi there"}}}}});
+  const std::string prompt = p["prompt"];
+  EXPECT_NE(prompt.find("Hi there"), std::string::npos);
+  EXPECT_NE(prompt.find("<|im_start|>assistant"), std::string::npos) << prompt;
+  expect_error_object(post("/detokenize", {{"tokens", {-5}}}, 400));
+}
+
+TEST_F(Serve, ErrorCatalogueOverHttp) {
+  auto c = client();
+  auto r = c.Get("/v2/nothing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  expect_error_object(json::parse(r->body));
+  r = c.Post("/v1/chat/completions", std::string(70000, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  expect_error_object(json::parse(r->body));
+  r = c.Post("/v1/chat/completions", "{not json", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  expect_error_object(json::parse(r->body));
+  // A prompt over the context (512 tokens per slot here).
+  std::string longtext;
+  for (int i = 0; i < 700; ++i) longtext += "word ";
+  const json e = post("/v1/completions", {{"prompt", longtext}}, 400);
+  expect_error_object(e);
+  EXPECT_EQ(e["error"]["code"], "context_length_exceeded");
+  expect_error_object(post("/v1/chat/completions", {{"messages", json::array()}}, 400));
+  expect_error_object(post("/v1/completions", {{"prompt", "x"}, {"temperature", -1}}, 400));
+}
+
+// Two slots, one queue place: a fourth stream gets 503 + Retry-After; closing the streams frees
+// every slot at once (read back from /metrics), and the server still answers.
+TEST_F(Serve, QueueFullAndDisconnectFreesSlots) {
+  const json req = {{"prompt", "Once upon a time"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}};
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) {
+    int fd = connect_to(port);
+    ASSERT_GE(fd, 0);
+    send_all(fd, post_raw("/v1/completions", req.dump()));
+    fds.push_back(fd);
+    if (i < 2) {  // wait for its first bytes, so it holds a slot before the next comes
+      char buf[256];
+      ASSERT_GT(recv(fds.back(), buf, sizeof buf, 0), 0);
+    }
+  }
+  // The first step (both prefills) may take seconds on a loaded machine.
+  for (int i = 0; i < 3000 && (metric("spore_active_slots") != 2 || metric("spore_queue_depth") != 1); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(metric("spore_active_slots"), 2);
+  EXPECT_EQ(metric("spore_queue_depth"), 1);
+  auto r = client().Post("/v1/completions", req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  expect_error_object(json::parse(r->body));
+  for (int fd : fds) close(fd);
+  const auto t0 = std::chrono::steady_clock::now();
+  while ((metric("spore_active_slots") != 0 || metric("spore_queue_depth") != 0) &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(metric("spore_active_slots"), 0);
+  EXPECT_EQ(metric("spore_queue_depth"), 0);
+  EXPECT_EQ(metric("spore_kv_cache_tokens_used"), 0);
+  EXPECT_GE(metric("spore_queue_full_total"), 1);
+  // Cancelled streams did not run to max_tokens: far fewer than 3 x 400 tokens were generated.
+  EXPECT_LT(metric("spore_generated_tokens_total"), 1000);
+  const json ok = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(ok["choices"].size(), 1u);
+}
+
+// Clients that send a byte and stall hold one connection each, never the others' requests.
+TEST_F(Serve, StalledClientsDoNotBlockOthers) {
+  std::vector<int> stalled;
+  for (int i = 0; i < 3; ++i) {
+    int fd = connect_to(port);
+    ASSERT_GE(fd, 0);
+    send_all(fd, "P");
+    stalled.push_back(fd);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const json ok = post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(ok["choices"].size(), 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  for (int fd : stalled) close(fd);
+}
+
+TEST_F(Serve, MetricsText) {
+  post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 2}});
+  const std::string m = metrics();
+  EXPECT_NE(m.find("spore_requests_total{route=\"/v1/completions\",status=\"200\"}"), std::string::npos) << m;
+  for (const char* name : {"# TYPE spore_time_to_first_token_seconds histogram", "spore_time_per_output_token_seconds_bucket",
+                           "spore_prompt_tokens_total", "spore_kv_cache_tokens_capacity 1024", "spore_slots 2"})
+    EXPECT_NE(m.find(name), std::string::npos) << name;
+  auto page = client().Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+// With tools the answer is parsed for tool calls; streamed, the same content (or calls) arrives.
+TEST_F(Serve, ToolsJsonAndStreamAgree) {
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather in a city",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
+  json req = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"max_tokens", 8},
+              {"temperature", 0}, {"tools", tools}};
+  const json whole = post("/v1/chat/completions", req);
+  req["stream"] = true;
+  auto r = client().Post("/v1/chat/completions", req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  std::string content;
+  size_t calls = 0;
+  for (size_t pos = 0; (pos = r->body.find("data: ", pos)) != std::string::npos;) {
+    const size_t end = r->body.find("\n\n", pos);
+    const std::string data = r->body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") break;
+    const json c = json::parse(data);
+    const json& d = c["choices"][0]["delta"];
+    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    if (d.contains("tool_calls")) calls += d["tool_calls"].size();
+  }
+  const json& msg = whole["choices"][0]["message"];
+  EXPECT_EQ(content, msg["content"].is_null() ? "" : msg["content"].get<std::string>());
+  EXPECT_EQ(calls, msg.contains("tool_calls") ? msg["tool_calls"].size() : 0u);
+}
+}  // namespace
+
+namespace {
+// A model that cannot load: /health answers 503 with an error object while loading, then the
+// server stops with exit status 1 and the reason (no model file is needed for this one).
+TEST(ServeNoModel, ExitsWithTheReason) {
+  const int p = free_port();
+  const std::string bin = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+  const std::string cmd = bin + " serve --model /nonexistent/model.gguf --port " + std::to_string(p) + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_TRUE(f);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, f)) out += buf;
+  const int status = pclose(f);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << out;
+  EXPECT_NE(out.find("listening on http://127.0.0.1:" + std::to_string(p)), std::string::npos) << out;
+  EXPECT_NE(out.find("the model failed to load"), std::string::npos) << out;
+  EXPECT_NE(out.find("/nonexistent/model.gguf"), std::string::npos) << out;
+}
+}  // namespace

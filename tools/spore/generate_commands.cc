@@ -1,0 +1,317 @@
+// spore generate / spore chat: text generation from a causal LM (include/spore/nlp/generate.h).
+//   spore generate [--model PATH] --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]
+//                  [--top-p P] [--min-p P] [--seed S] [--stop S]... [--repeat-penalty R]
+//                  [--chat] [--max-memory BYTES] [--context N] [--print-ids]
+//       streams the continuation to stdout; a figures line (prompt tokens, prefill and decode
+//       tokens/s, first-token ms, memory) goes to stderr. --print-ids prints instead one JSON
+//       line {"prompt_ids", "ids", "text", "finish"} (tools/compare_llama_cpp.py reads it).
+//   spore chat [--model PATH] [--system TEXT]: an interactive chat on stdin/stdout through the
+//       model's chat template; /reset starts over, /exit (or end of input) quits.
+// No --model: the embedded default (nlp::default_model_path(), SmolLM2-135M-Instruct).
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "commands.h"
+#include "spore/context.h"
+#include "spore/error.h"
+#include "spore/nlp/generate.h"
+
+namespace spore::cli {
+
+namespace {
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b < 1000) std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
+  else if (b < 1000000) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  else if (b < 1000000000) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  return buf;
+}
+
+std::vector<int32_t> parse_id_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX)
+      throw Error(ErrorCode::kValue, "--prompt-ids: '" + item + "' is not a token id; write ids as 1,2,3");
+    ids.push_back((int32_t)v);
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+// The options both commands share.
+struct ModelArgs {
+  std::string model;
+  bool allow_unverified = false;
+  int64_t context = 0;
+  uint64_t max_memory = 0;
+  int64_t max_tokens = 256;
+  double temperature = 0.8, top_p = 1.0, min_p = 0.0, repeat_penalty = 1.0;
+  double presence_penalty = 0.0, frequency_penalty = 0.0;
+  int64_t top_k = 0, repeat_last_n = 64;
+  int threads = 0;
+  std::string kv_cache = "f16";
+  uint64_t seed = 0;
+  CLI::Option *temperature_opt = nullptr, *top_k_opt = nullptr, *top_p_opt = nullptr, *min_p_opt = nullptr,
+              *repeat_opt = nullptr, *seed_opt = nullptr, *max_memory_opt = nullptr;
+
+  void add(CLI::App* cmd, int64_t default_max_tokens) {
+    max_tokens = default_max_tokens;
+    cmd->add_option("--model", model, "Model directory or .gguf file (default: the embedded SmolLM2-135M-Instruct)");
+    cmd->add_flag("--allow-unverified", allow_unverified, "Load even when the files do not match the artifact's lock");
+    cmd->add_option("--max-tokens", max_tokens, "Tokens to generate at most")->check(CLI::PositiveNumber)->capture_default_str();
+    temperature_opt = cmd->add_option("--temperature", temperature, "0: greedy; else the sampling temperature (default: the model's, else 0.8)")
+                          ->check(CLI::NonNegativeNumber);
+    top_k_opt = cmd->add_option("--top-k", top_k, "Keep the k most likely tokens (0: off)")->check(CLI::NonNegativeNumber);
+    top_p_opt = cmd->add_option("--top-p", top_p, "Keep the most likely tokens up to this mass (1: off)")->check(CLI::Range(0.0, 1.0));
+    min_p_opt = cmd->add_option("--min-p", min_p, "Drop tokens below min-p times the top probability (0: off)")->check(CLI::Range(0.0, 1.0));
+    repeat_opt = cmd->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty over the last --repeat-last-n tokens (1: off)")
+                     ->check(CLI::PositiveNumber);
+    cmd->add_option("--repeat-last-n", repeat_last_n, "Tokens the penalties look back over (-1: all)")->capture_default_str();
+    cmd->add_option("--presence-penalty", presence_penalty, "OpenAI presence penalty (0: off)");
+    cmd->add_option("--frequency-penalty", frequency_penalty, "OpenAI frequency penalty (0: off)");
+    seed_opt = cmd->add_option("--seed", seed, "Random seed (the same seed gives the same text)");
+    cmd->add_option("--threads", threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--kv-cache", kv_cache, "KV cache dtype: f16, bf16 or f32")
+        ->check(CLI::IsMember({"f16", "bf16", "f32"}))
+        ->capture_default_str();
+    cmd->add_option("--context", context, "Tokens of context to allocate (default: what the run needs, or 4096 for chat)")
+        ->check(CLI::NonNegativeNumber);
+    max_memory_opt = cmd->add_option("--max-memory", max_memory,
+                                     "Refuse, with the figures, a run whose weights + KV cache + scratch exceed these bytes")
+                         ->check(CLI::PositiveNumber);
+  }
+
+  nlp::LoadedModel load() const {
+    set_num_threads(threads);
+    nlp::LoadOptions lo;
+    lo.allow_unverified = allow_unverified;
+    lo.require_tokenizer = true;
+    const std::filesystem::path path = model.empty() ? nlp::default_model_path() : std::filesystem::path(model);
+    nlp::LoadedModel m = nlp::load_model(path, lo);
+    if (m.verification_overridden)
+      std::fprintf(stderr, "spore: WARNING: %s does not match its lock; loaded because of --allow-unverified\n",
+                   path.string().c_str());
+    return m;
+  }
+
+  // Flags given win, then the model's generation_config.json defaults, then the CLI's own
+  // defaults (temperature 0.8, the filters off).
+  nlp::GenerateOptions generate_options(const nlp::GenerationDefaults& model) const {
+    nlp::GenerateOptions o;
+    o.max_tokens = max_tokens;
+    o.apply_model_defaults = false;  // resolved here, where we know which flags were given
+    nlp::SamplingOptions& s = o.sampling;
+    auto pick = [](const CLI::Option* opt, auto given, auto model_value, auto fallback) {
+      return opt->count() ? given : model_value ? *model_value : fallback;
+    };
+    s.temperature = pick(temperature_opt, temperature, model.temperature, 0.8);
+    s.top_k = pick(top_k_opt, top_k, model.top_k, int64_t{0});
+    s.top_p = pick(top_p_opt, top_p, model.top_p, 1.0);
+    s.min_p = pick(min_p_opt, min_p, model.min_p, 0.0);
+    s.repetition_penalty = pick(repeat_opt, repeat_penalty, model.repetition_penalty, 1.0);
+    s.presence_penalty = presence_penalty;
+    s.frequency_penalty = frequency_penalty;
+    s.penalty_last_n = repeat_last_n;
+    if (seed_opt->count()) s.seed = seed;
+    return o;
+  }
+
+  nlp::EngineOptions engine_options() const {
+    nlp::EngineOptions e;
+    e.context = context;
+    e.kv_dtype = kv_cache == "f32" ? DType::kFloat32 : kv_cache == "bf16" ? DType::kBFloat16 : DType::kFloat16;
+    if (max_memory_opt->count()) e.max_memory = max_memory;
+    return e;
+  }
+};
+
+void print_figures(const nlp::Timings& t, const nlp::MemoryReport& m, const std::string& finish) {
+  std::fprintf(stderr,
+               "spore: prompt %lld tokens, prefill %.1f tokens/s, first token %.1f ms; decode %lld tokens, %.1f "
+               "tokens/s; memory: weights %s (mapped %s, resident %s), KV cache %s, scratch %s; finish: %s\n",
+               (long long)t.prompt_tokens, t.prompt_tokens_per_second(), t.first_token_ms, (long long)t.generated_tokens,
+               t.tokens_per_second(), human_bytes(m.weights_mapped + m.weights_resident).c_str(),
+               human_bytes(m.weights_mapped).c_str(), human_bytes(m.weights_resident).c_str(),
+               human_bytes(m.kv_cache).c_str(), human_bytes(m.scratch).c_str(), finish.c_str());
+}
+
+const nlp::ChatTemplate& chat_template_of(const nlp::LoadedModel& m) {
+  if (!m.chat_template)
+    throw Error(ErrorCode::kFormat, m.path.string() + " carries no chat template (tokenizer_config.json chat_template "
+                                                      "or GGUF tokenizer.chat_template); drop --chat or use a chat model");
+  return *m.chat_template;
+}
+
+// The template's end-of-turn token (its eos_token), which ends an answer even when the artifact's
+// EOS id is another one.
+std::vector<int32_t> chat_eos(const nlp::LoadedModel& m) {
+  std::vector<int32_t> eos = m.lm->config().eos_ids;
+  if (eos.empty() && m.tokenizer->eos_id()) eos.push_back(*m.tokenizer->eos_id());
+  const auto& special = chat_template_of(m).special_tokens();
+  if (auto it = special.find("eos_token"); it != special.end())
+    if (auto id = m.tokenizer->token_to_id(it->second); id && std::find(eos.begin(), eos.end(), *id) == eos.end())
+      eos.push_back(*id);
+  return eos;
+}
+
+std::vector<int32_t> render_chat(const nlp::LoadedModel& m, const nlohmann::json& messages) {
+  const std::string text = chat_template_of(m).render(messages.dump(), /*add_generation_prompt=*/true);
+  return m.tokenizer->encode(text, /*add_special_tokens=*/false);  // the template wrote them
+}
+
+int run_generate(const ModelArgs& a, const std::string& prompt, const std::string& prompt_ids, bool has_prompt,
+                 bool has_ids, const std::vector<std::string>& stops, bool chat, const std::string& system,
+                 bool print_ids, bool ignore_eos) {
+  if (has_prompt == has_ids)
+    throw Error(ErrorCode::kValue, "spore generate: give --prompt TEXT (or --prompt-ids 1,2,3), one of them");
+  const nlp::LoadedModel m = a.load();
+  nlp::GenerateOptions o = a.generate_options(m.generation);
+  o.stop = stops;
+  o.ignore_eos = ignore_eos;
+  std::vector<int32_t> ids;
+  if (has_ids) {
+    ids = parse_id_list(prompt_ids);
+  } else if (chat) {
+    nlohmann::json messages = nlohmann::json::array();
+    if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+    messages.push_back({{"role", "user"}, {"content", prompt}});
+    ids = render_chat(m, messages);
+    o.eos_ids = chat_eos(m);
+  }
+  auto stream = [&](std::string_view piece) {
+    if (print_ids) return;
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
+  const nlp::GenerationResult r = ids.empty() ? nlp::generate(m, prompt, o, stream, a.engine_options())
+                                              : nlp::generate_ids(m, ids, o, stream, a.engine_options());
+  if (print_ids) {
+    nlohmann::json j = {{"prompt_ids", r.prompt_tokens}, {"ids", r.tokens}, {"text", r.text},
+                        {"finish", nlp::finish_reason_name(r.finish)}};
+    std::fputs((j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+  } else {
+    std::fputs("\n", stdout);
+  }
+  std::fflush(stdout);
+  print_figures(r.timings, r.memory, nlp::finish_reason_name(r.finish));
+  return 0;
+}
+
+int run_chat(const ModelArgs& a, const std::string& system) {
+  const nlp::LoadedModel m = a.load();
+  chat_template_of(m);
+  nlp::Engine engine(m, a.engine_options());  // context 0: the engine's min(model maximum, 4096)
+  nlp::GenerateOptions o = a.generate_options(m.generation);
+  o.eos_ids = chat_eos(m);
+  const bool tty = isatty(STDIN_FILENO);
+  std::fprintf(stderr, "spore chat: %s, context %lld tokens; /reset starts over, /exit quits\n",
+               m.path.filename().string().c_str(), (long long)engine.context());
+  nlohmann::json messages = nlohmann::json::array();
+  if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+  const size_t keep = messages.size();
+  std::string line;
+  while (true) {
+    if (tty) std::fputs("> ", stdout), std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      messages.erase(messages.begin() + (ptrdiff_t)keep, messages.end());
+      std::fputs("(conversation reset)\n", stderr);
+      continue;
+    }
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    // Oldest turns go first when the conversation no longer leaves room for an answer.
+    std::vector<int32_t> ids = render_chat(m, messages);
+    while ((int64_t)ids.size() + std::min<int64_t>(o.max_tokens, 64) > engine.context() && messages.size() > keep + 1) {
+      messages.erase(messages.begin() + (ptrdiff_t)keep);
+      ids = render_chat(m, messages);
+    }
+    if ((int64_t)ids.size() >= engine.context()) {
+      std::fprintf(stderr, "spore chat: that message takes %zu tokens, more than the context of %lld; say less\n",
+                   ids.size(), (long long)engine.context());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
+    const uint64_t id = engine.add(ids, o);
+    std::string answer;
+    nlp::FinishReason finish = nlp::FinishReason::kNone;
+    while (finish == nlp::FinishReason::kNone) {
+      for (const nlp::SequenceEvent& ev : engine.step()) {
+        if (!ev.text.empty()) {
+          answer += ev.text;
+          std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+          std::fflush(stdout);
+        }
+        if (ev.finished == nlp::FinishReason::kError) throw Error(ErrorCode::kValue, "spore chat: " + ev.error);
+        if (ev.finished != nlp::FinishReason::kNone) finish = ev.finished;
+      }
+    }
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    const nlp::Timings& t = engine.timings(id);
+    std::fprintf(stderr, "[%lld tokens, %.1f tokens/s, first token %.0f ms, prompt %lld tokens]\n",
+                 (long long)t.generated_tokens, t.tokens_per_second(), t.first_token_ms, (long long)t.prompt_tokens);
+    messages.push_back({{"role", "assistant"}, {"content", answer}});
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_commands(CLI::App& app, Handlers& h) {
+  auto* gen = add_command(app, "generate", "Generate text from a language model (streams the continuation)",
+                          "spore generate --prompt 'The capital of France is' --max-tokens 32 --temperature 0");
+  auto args = std::make_shared<ModelArgs>();
+  args->add(gen, 256);
+  auto prompt = std::make_shared<std::string>();
+  auto prompt_ids = std::make_shared<std::string>();
+  auto system = std::make_shared<std::string>();
+  auto stops = std::make_shared<std::vector<std::string>>();
+  auto chat = std::make_shared<bool>(false);
+  auto print_ids = std::make_shared<bool>(false);
+  auto ignore_eos = std::make_shared<bool>(false);
+  auto* prompt_opt = gen->add_option("--prompt", *prompt, "The prompt text");
+  auto* ids_opt = gen->add_option("--prompt-ids", *prompt_ids, "The prompt as token ids, 1,2,3 (instead of --prompt)");
+  gen->add_option("--stop", *stops, "Stop before this text (repeatable: --stop A --stop B)")->allow_extra_args(false);
+  gen->add_flag("--chat", *chat, "Wrap the prompt in the model's chat template as one user message");
+  gen->add_option("--system", *system, "With --chat: a system message before the prompt");
+  gen->add_flag("--print-ids", *print_ids, "Print one JSON line: prompt_ids, ids, text, finish (no streaming)");
+  gen->add_flag("--ignore-eos", *ignore_eos, "Go on past the model's end-of-sequence token (comparisons)");
+  gen->callback([&h, args, prompt, prompt_ids, system, stops, chat, print_ids, ignore_eos, prompt_opt, ids_opt] {
+    const bool has_prompt = prompt_opt->count() > 0, has_ids = ids_opt->count() > 0;
+    h.action = [=] {
+      return run_generate(*args, *prompt, *prompt_ids, has_prompt, has_ids, *stops, *chat, *system, *print_ids,
+                          *ignore_eos);
+    };
+  });
+
+  auto* chat_cmd = add_command(app, "chat", "Chat with a language model in the terminal (its chat template, streamed)",
+                               "spore chat --system 'You are a concise assistant.'");
+  auto cargs = std::make_shared<ModelArgs>();
+  cargs->add(chat_cmd, 512);
+  auto csystem = std::make_shared<std::string>();
+  chat_cmd->add_option("--system", *csystem, "A system message that starts the conversation");
+  chat_cmd->callback([&h, cargs, csystem] { h.action = [=] { return run_chat(*cargs, *csystem); }; });
+}
+
+}  // namespace spore::cli

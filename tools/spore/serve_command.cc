@@ -1,0 +1,72 @@
+// spore serve: the OpenAI-compatible HTTP server (include/spore/serve.h, NOTE [Server]).
+//   spore serve [--model PATH] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N] [--queue N]
+//               [--api-key KEY] [--max-body BYTES] [--threads N] [--allow-unverified]
+// Prints the address at once (/health answers 503 while the model loads), then the model's
+// figures; SIGINT or SIGTERM stops it.
+#include <csignal>
+#include <exception>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "commands.h"
+#include "spore/serve.h"
+
+namespace spore::cli {
+
+namespace {
+
+int run_serve(const serve::ServeOptions& o) {
+  // The signals go to one waiting thread (blocked here before any other thread starts).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  serve::Server server(o);
+  const int port = server.bind();
+  std::fprintf(stderr, "spore serve: listening on http://%s:%d (OpenAI API under /v1, chat page at /)%s\n",
+               o.host.c_str(), port, o.api_key.empty() ? "" : "; API key required");
+  std::thread waiter([&server, set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig == SIGUSR1) return;  // the server stopped on its own
+    std::fprintf(stderr, "spore serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+  });
+  std::exception_ptr failure;
+  try {
+    server.run();
+  } catch (...) {
+    failure = std::current_exception();  // rethrown once the waiter is gone (main prints it)
+  }
+  // Wake the waiter if no signal came (run() ended for another reason).
+  pthread_kill(waiter.native_handle(), SIGUSR1);
+  waiter.join();
+  if (failure) std::rethrow_exception(failure);
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, Handlers& h) {
+  auto* cmd = add_command(app, "serve", "Serve a language model over the OpenAI API (HTTP, JSON and SSE)",
+                          "spore serve --port 8080 --slots 4");
+  auto o = std::make_shared<serve::ServeOptions>();
+  cmd->add_option("--model", o->model, "Model directory or .gguf file (default: the embedded SmolLM2-135M-Instruct)");
+  cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0 exposes the server to the network)")->capture_default_str();
+  cmd->add_option("--port", o->port, "Port (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--slots", o->slots, "Requests generated together (continuous batching)")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--ctx", o->context, "Tokens of context per slot (KV memory is slots x ctx; 0: the model's, at most 4096)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--queue", o->queue, "Requests that may wait for a slot; more get 503 with Retry-After")
+      ->check(CLI::Range(0, 4096))->capture_default_str();
+  cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (larger: 413)")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--allow-unverified", o->allow_unverified, "Load even when the files do not match the artifact's lock");
+  cmd->callback([&h, o] { h.action = [o] { return run_serve(*o); }; });
+}
+
+}  // namespace spore::cli
