@@ -31,9 +31,9 @@ PROMPTS = [
 ]
 
 
-def spore_generate(spore, model, prompt, tokens, threads):
+def spore_generate(spore, model, prompt, tokens, threads, kv_cache):
     cmd = [spore, "generate", "--model", model, "--prompt", prompt, "--max-tokens", str(tokens),
-           "--temperature", "0", "--ignore-eos", "--print-ids", "--threads", str(threads)]
+           "--temperature", "0", "--ignore-eos", "--print-ids", "--threads", str(threads), "--kv-cache", kv_cache]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"spore generate failed ({p.returncode}): {p.stderr.strip()}")
@@ -55,6 +55,7 @@ def main():
     ap.add_argument("--spore", default=os.path.join(ROOT, "build", "release", "bin", "spore"))
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--kv-cache", default="f16", choices=["f16", "bf16", "f32"], help="Spore's KV cache dtype (llama.cpp's is f16)")
     ap.add_argument("--out", default=os.path.join(ROOT, "outputs", "compare_llama_cpp.json"))
     a = ap.parse_args()
     try:
@@ -64,7 +65,7 @@ def main():
     llm = llama_cpp.Llama(model_path=a.model, n_ctx=512, n_batch=512, n_threads=a.threads, seed=0, verbose=False)
     rows, all_ok = [], True
     for prompt in PROMPTS:
-        s, figures = spore_generate(a.spore, a.model, prompt, a.tokens, a.threads)
+        s, figures = spore_generate(a.spore, a.model, prompt, a.tokens, a.threads, a.kv_cache)
         # llama.cpp's own tokenization of the prompt (its BOS rule from the GGUF), for the record.
         add_bos = bool(llm.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true")
         l_prompt = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=False)
@@ -83,7 +84,7 @@ def main():
               f"{'equal' if row['prompt_ids_match'] else 'DIFFER'}: {prompt!r}")
         if not ok and same < len(l_ids):
             print(f"     first difference at token {same}: spore {s['ids'][same:same + 4]} llama.cpp {l_ids[same:same + 4]}")
-    result = {"model": os.path.relpath(a.model, ROOT) if a.model.startswith(ROOT) else a.model,
+    result = {"model": os.path.relpath(a.model, ROOT) if a.model.startswith(ROOT) else a.model, "kv_cache": a.kv_cache,
               "llama_cpp_python": llama_cpp.__version__, "tokens": a.tokens, "all_match": all_ok, "prompts": rows}
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:

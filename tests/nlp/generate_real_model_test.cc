@@ -33,7 +33,7 @@ const std::vector<std::string> kPrompts = {"The capital of France is", "深度�
 TEST(GenerateRealModel, BatchedEqualsSoloGreedy) {
   if (!have_model()) GTEST_SKIP() << kModel << " is not there (bash scripts/fetch-model.sh)";
   GenerateOptions o;
-  o.max_tokens = 12;
+  o.max_tokens = 8;  // the real model is slow under ASan: enough for prefill pieces and decodes to interleave
   o.sampling.temperature = 0;
   o.ignore_eos = true;
   std::vector<std::vector<int32_t>> solo;
@@ -50,7 +50,10 @@ TEST(GenerateRealModel, BatchedEqualsSoloGreedy) {
   while (!e.idle())
     for (const SequenceEvent& ev : e.step()) {
       if (ev.token) got[ev.sequence].push_back(*ev.token);
-      EXPECT_EQ(ev.text.find("\xEF\xBF\xBD"), std::string::npos) << "piece '" << ev.text << "'";
+      // No piece shows a U+FFFD; only the end of a sequence cut inside a character decodes to one,
+      // as the full decode does (checked below).
+      if (ev.finished == FinishReason::kNone)
+        EXPECT_EQ(ev.text.find("\xEF\xBF\xBD"), std::string::npos) << "piece '" << ev.text << "'";
       text[ev.sequence] += ev.text;
     }
   for (size_t i = 0; i < kPrompts.size(); ++i) {
