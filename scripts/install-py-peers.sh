@@ -6,6 +6,7 @@
 #   scripts/install-py-peers.sh onnx     onnx, onnxruntime
 #   scripts/install-py-peers.sh llm      llama-cpp-python, gguf
 #   scripts/install-py-peers.sh torch    torch, safetensors (tiny random-weight LLM fixtures, tools/)
+#   scripts/install-py-peers.sh serve    openai (tools/openai_client_check.py against spore serve)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib/progress.sh
@@ -20,7 +21,8 @@ for group in "$@"; do
     onnx) pkgs+=(onnx onnxruntime numpy) ;;
     llm) pkgs+=(llama-cpp-python gguf numpy) ;;
     torch) pkgs+=(torch safetensors numpy) ;;
-    *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm, torch)" >&2; exit 2 ;;
+    serve) pkgs+=(openai) ;;
+    *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm, torch, serve)" >&2; exit 2 ;;
   esac
 done
 if [ ${#pkgs[@]} -gt 0 ]; then

@@ -52,8 +52,9 @@ TEST(GenerateRealModel, BatchedEqualsSoloGreedy) {
       if (ev.token) got[ev.sequence].push_back(*ev.token);
       // No piece shows a U+FFFD; only the end of a sequence cut inside a character decodes to one,
       // as the full decode does (checked below).
-      if (ev.finished == FinishReason::kNone)
+      if (ev.finished == FinishReason::kNone) {
         EXPECT_EQ(ev.text.find("\xEF\xBF\xBD"), std::string::npos) << "piece '" << ev.text << "'";
+      }
       text[ev.sequence] += ev.text;
     }
   for (size_t i = 0; i < kPrompts.size(); ++i) {
