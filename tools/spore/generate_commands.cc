@@ -19,6 +19,7 @@
 #include <string>
 
 #include "commands.h"
+#include "id_list.h"
 #include "spore/context.h"
 #include "spore/error.h"
 #include "spore/nlp/generate.h"
@@ -26,36 +27,6 @@
 namespace spore::cli {
 
 namespace {
-
-std::string human_bytes(uint64_t b) {
-  char buf[32];
-  if (b < 1000) std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
-  else if (b < 1000000) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else if (b < 1000000000) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  return buf;
-}
-
-std::vector<int32_t> parse_id_list(const std::string& text) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string item = text.substr(pos, comma - pos);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX)
-      throw Error(ErrorCode::kValue, "--prompt-ids: '" + item + "' is not a token id; write ids as 1,2,3");
-    ids.push_back((int32_t)v);
-    pos = comma + 1;
-  }
-  return ids;
-}
 
 // The options both commands share.
 struct ModelArgs {
@@ -149,9 +120,9 @@ void print_figures(const nlp::Timings& t, const nlp::MemoryReport& m, const std:
                "spore: prompt %lld tokens, prefill %.1f tokens/s, first token %.1f ms; decode %lld tokens, %.1f "
                "tokens/s; memory: weights %s (mapped %s, resident %s), KV cache %s, scratch %s; finish: %s\n",
                (long long)t.prompt_tokens, t.prompt_tokens_per_second(), t.first_token_ms, (long long)t.generated_tokens,
-               t.tokens_per_second(), human_bytes(m.weights_mapped + m.weights_resident).c_str(),
-               human_bytes(m.weights_mapped).c_str(), human_bytes(m.weights_resident).c_str(),
-               human_bytes(m.kv_cache).c_str(), human_bytes(m.scratch).c_str(), finish.c_str());
+               t.tokens_per_second(), nlp::format_bytes(m.weights_mapped + m.weights_resident).c_str(),
+               nlp::format_bytes(m.weights_mapped).c_str(), nlp::format_bytes(m.weights_resident).c_str(),
+               nlp::format_bytes(m.kv_cache).c_str(), nlp::format_bytes(m.scratch).c_str(), finish.c_str());
 }
 
 const nlp::ChatTemplate& chat_template_of(const nlp::LoadedModel& m) {
@@ -189,7 +160,7 @@ int run_generate(const ModelArgs& a, const std::string& prompt, const std::strin
   o.ignore_eos = ignore_eos;
   std::vector<int32_t> ids;
   if (has_ids) {
-    ids = parse_id_list(prompt_ids);
+    ids = parse_id_list(prompt_ids, "--prompt-ids");
   } else if (chat) {
     nlohmann::json messages = nlohmann::json::array();
     if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});

@@ -9,35 +9,13 @@
 #include <vector>
 
 #include "commands.h"
+#include "id_list.h"
 #include "spore/error.h"
 #include "spore/nlp/model.h"
 
 namespace spore::cli {
 
 namespace {
-
-std::vector<int32_t> parse_id_list(const std::string& text) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = text.find(',', pos);
-    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t used = 0;
-    long long v = 0;
-    bool ok = !item.empty();
-    try {
-      v = ok ? std::stoll(item, &used) : 0;
-    } catch (const std::exception&) {
-      ok = false;
-    }
-    if (!ok || used != item.size() || v < INT32_MIN || v > INT32_MAX)
-      throw Error(ErrorCode::kValue, "--ids: '" + item + "' is not an integer token id; write ids as 1,2,3");
-    ids.push_back(static_cast<int32_t>(v));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return ids;
-}
 
 std::string mib(uint64_t bytes) {
   char buf[32];
@@ -60,7 +38,7 @@ void add_logits_command(CLI::App& app, Handlers& h) {
   cmd->add_flag("--allow-unverified", *unverified, "Load even when the artifact does not match its lock");
   cmd->callback([&h, model, ids, verbose, unverified] {
     h.action = [=] {
-      const std::vector<int32_t> tokens = parse_id_list(*ids);
+      const std::vector<int32_t> tokens = parse_id_list(*ids, "--ids");
       nlp::LoadOptions lo;
       lo.allow_unverified = *unverified;
       const auto m = nlp::load_model(model->empty() ? nlp::default_model_path() : std::filesystem::path(*model), lo);

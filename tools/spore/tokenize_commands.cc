@@ -12,36 +12,13 @@
 #include <sstream>
 
 #include "commands.h"
+#include "id_list.h"
 #include "spore/error.h"
 #include "spore/nlp/tokenizer.h"
 
 namespace spore::cli {
 
 namespace {
-
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  if (text.empty()) return ids;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = text.find(',', pos);
-    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t used = 0;
-    long long v = 0;
-    bool ok = !item.empty();
-    try {
-      v = ok ? std::stoll(item, &used) : 0;
-    } catch (const std::exception&) {
-      ok = false;
-    }
-    if (!ok || used != item.size() || v < INT32_MIN || v > INT32_MAX)
-      throw Error(ErrorCode::kValue, "--ids: '" + item + "' is not an integer id; write ids as 1,2,3");
-    ids.push_back((int32_t)v);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return ids;
-}
 
 std::vector<std::string> read_batch(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -101,7 +78,7 @@ void add_tokenize_commands(CLI::App& app, Handlers& h, const std::vector<std::st
   detok->add_option("--ids", *ids, "Comma-separated token ids")->required();
   detok->callback([&h, dpath, ids] {
     h.action = [dpath, ids] {
-      const std::vector<int32_t> list = parse_ids(*ids);
+      const std::vector<int32_t> list = parse_id_list(*ids, "--ids", /*allow_empty=*/true);
       const nlp::Tokenizer t = nlp::Tokenizer::from_file(*dpath);
       const std::string s = t.decode(list);
       std::fwrite(s.data(), 1, s.size(), stdout);

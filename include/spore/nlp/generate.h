@@ -83,6 +83,9 @@ struct Timings {
   double tokens_per_second() const;  // decode
 };
 
+// "73.1 MB", "512 B": decimal units, as memory errors and the CLI's figures line print bytes.
+std::string format_bytes(uint64_t bytes);
+
 struct EngineOptions {
   int64_t slots = 1;             // sequences at once
   int64_t context = 0;           // tokens per slot (0: min(config max, 4096))

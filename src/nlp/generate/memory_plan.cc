@@ -6,7 +6,18 @@
 
 #include "spore/error.h"
 
-namespace spore::nlp::detail {
+namespace spore::nlp {
+
+std::string format_bytes(uint64_t b) {
+  char buf[32];
+  if (b < 1000) std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
+  else if (b < 1000000) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  else if (b < 1000000000) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  return buf;
+}
+
+namespace detail {
 
 uint64_t scratch_estimate(const ModelConfig& c, int64_t rows, int64_t logit_rows) {
   const int64_t head = c.head_dim > 0 ? c.head_dim : (c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
@@ -25,15 +36,6 @@ MemoryReport plan_memory(const CausalLM& lm, const EngineOptions& options, int64
   const int64_t rows = std::min(options.prefill_chunk, context) * options.slots;
   r.scratch = std::max(r.scratch, scratch_estimate(lm.config(), rows, options.slots));
   return r;
-}
-
-std::string format_bytes(uint64_t b) {
-  char buf[32];
-  if (b < 1000) std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
-  else if (b < 1000000) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else if (b < 1000000000) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  return buf;
 }
 
 void check_memory(const CausalLM& lm, const EngineOptions& options, int64_t context, const MemoryReport& plan,
@@ -59,4 +61,5 @@ void check_memory(const CausalLM& lm, const EngineOptions& options, int64_t cont
                   " (lower --context, or raise --max-memory); nothing was allocated");
 }
 
-}  // namespace spore::nlp::detail
+}  // namespace detail
+}  // namespace spore::nlp

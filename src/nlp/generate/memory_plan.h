@@ -22,7 +22,4 @@ MemoryReport plan_memory(const CausalLM& lm, const EngineOptions& options, int64
 void check_memory(const CausalLM& lm, const EngineOptions& options, int64_t context, const MemoryReport& plan,
                   uint64_t max_memory);
 
-// "73.1 MB", "512 B": decimal units, as the figures line prints them.
-std::string format_bytes(uint64_t bytes);
-
 }  // namespace spore::nlp::detail
