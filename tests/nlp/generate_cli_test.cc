@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -19,8 +21,10 @@ struct CliRun {
 
 // Runs `args` through the shell with `input` on stdin; captures stdout and stderr.
 CliRun run(const std::string& args, const std::string& input = "") {
+  // Names unique to this process: ctest runs these tests as separate processes at once.
   const auto dir = std::filesystem::temp_directory_path();
-  const std::string in = (dir / "spore_generate_cli.in").string(), err = (dir / "spore_generate_cli.err").string();
+  const std::string stem = "spore_generate_cli." + std::to_string(::getpid());
+  const std::string in = (dir / (stem + ".in")).string(), err = (dir / (stem + ".err")).string();
   std::ofstream(in) << input;
   FILE* p = popen((kSpore + " " + args + " <" + in + " 2>" + err).c_str(), "r");
   CliRun r;
@@ -30,6 +34,8 @@ CliRun run(const std::string& args, const std::string& input = "") {
   r.status = WEXITSTATUS(pclose(p));
   std::ifstream e(err);
   r.err.assign(std::istreambuf_iterator<char>(e), {});
+  std::filesystem::remove(in);
+  std::filesystem::remove(err);
   return r;
 }
 
