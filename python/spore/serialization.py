@@ -102,18 +102,17 @@ def load_param_into_net(net, parameter_dict, strict_load=False):
 
 
 def export(net, *inputs, file_name, file_format="MINDIR", **kwargs):
-    """Traces net on the example inputs and writes the graph with its parameters as Spore IR.
-    file_format "MINDIR" (Spore IR under "<file_name>.mindir") or "SPORE" ("<file_name>.spore");
-    kwargs: ir_version (1 for an older Lite), dynamic_axes {input: {dim: "symbol"}}."""
+    """Traces net on the example inputs and writes the graph with its parameters.
+    file_format "MINDIR" (Spore IR under "<file_name>.mindir"), "SPORE" ("<file_name>.spore") or
+    "ONNX" ("<file_name>.onnx", op set 17, checked by the ONNX library; spore_lite loads it with
+    ModelType.ONNX); kwargs: ir_version (Spore IR only: 1 for an older Lite), dynamic_axes
+    {input: {dim: "symbol"}}."""
     fmt = file_format.upper()
-    if fmt == "ONNX":
-        raise UnsupportedError("export: this build writes no ONNX; export file_format='MINDIR' (Spore IR), "
-                               "which spore_lite and `spore lite run` load")
-    if fmt not in ("MINDIR", "SPORE"):
-        raise ValueError(f"export: file_format must be 'MINDIR' or 'SPORE', got {file_format!r}")
+    if fmt not in ("MINDIR", "SPORE", "ONNX"):
+        raise ValueError(f"export: file_format must be 'MINDIR', 'SPORE' or 'ONNX', got {file_format!r}")
     if not inputs or not all(isinstance(t, Tensor) for t in inputs):
         raise TypeError("export: give the example inputs as Tensors after the network")
-    ext = ".mindir" if fmt == "MINDIR" else ".spore"
+    ext = {"MINDIR": ".mindir", "SPORE": ".spore", "ONNX": ".onnx"}[fmt]
     path = os.fspath(file_name)
     if not path.endswith(ext):
         path += ext
@@ -126,5 +125,5 @@ def export(net, *inputs, file_name, file_format="MINDIR", **kwargs):
     def fn(tensors):
         return net(*tensors)
 
-    _spore._export(fn, list(inputs), path, names, version, dynamic)
+    _spore._export(fn, list(inputs), path, names, version, dynamic, fmt == "ONNX")
     return path

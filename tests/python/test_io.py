@@ -79,8 +79,19 @@ def test_export_runs_in_lite_with_the_same_values(tmp_path):
     np.testing.assert_array_equal(model.predict(inputs)[0].get_data_to_numpy(), out)
     with pytest.raises(mslite.SporeValueError, match="float32"):
         model.predict([X.astype(np.float64)])
-    with pytest.raises(ms.UnsupportedError, match="ONNX"):
-        ms.export(net, Tensor(X), file_name=str(tmp_path / "net"), file_format="ONNX")
+
+
+def test_onnx_export_runs_in_lite_with_the_same_values(tmp_path):
+    net = make(4)
+    net.set_train(False)
+    path = ms.export(net, Tensor(X), file_name=str(tmp_path / "net"), file_format="ONNX")
+    assert path.endswith(".onnx")
+    model = mslite.Model()
+    model.build_from_file(path, mslite.ModelType.ONNX, mslite.Context())
+    out = model.predict([X])[0].get_data_to_numpy()
+    np.testing.assert_allclose(out, net(Tensor(X)).asnumpy(), rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="file_format"):
+        ms.export(net, Tensor(X), file_name=str(tmp_path / "net"), file_format="TFLITE")
 
 
 def test_lite_refuses_bad_files(tmp_path):

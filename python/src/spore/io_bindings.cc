@@ -1,4 +1,4 @@
-// Checkpoints, export to Spore IR and the environment report (NOTE [Python modules]).
+// Checkpoints, export to Spore IR or ONNX, and the environment report (NOTE [Python modules]).
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -7,6 +7,7 @@
 #include "spore/bindings.h"
 #include "spore/checkpoint.h"
 #include "spore/export.h"
+#include "spore/format.h"
 #include "spore/probe.h"
 
 namespace py = pybind11;
@@ -34,7 +35,7 @@ void bind_io(py::module_& m) {
   // reads, so the file names them as the network does ("0.weight").
   m.def("_export", [](py::function f, const std::vector<Tensor>& inputs, const std::filesystem::path& path,
                       const std::vector<std::pair<std::string, Tensor>>& names, uint32_t version,
-                      const std::map<int, std::map<int, std::string>>& dynamic_axes) {
+                      const std::map<int, std::map<int, std::string>>& dynamic_axes, bool onnx) {
     auto ref = std::make_shared<PyRef>(f);
     TensorsFn fn = [ref](const std::vector<Tensor>& in) {
       py::gil_scoped_acquire gil;
@@ -53,8 +54,16 @@ void bind_io(py::module_& m) {
     ExportOptions o;
     o.ir_version = version;
     o.dynamic_axes = dynamic_axes;
+    // ONNX: the same traced graph without the passes (a fused node has no ONNX op), checked by
+    // the ONNX library, as export_onnx writes it.
+    o.optimize = !onnx;
     ir::Model model = trace_to_ir(fn, inputs, o, by_impl);
-    ir::write_model(path, model, {version});
+    if (!onnx) {
+      ir::write_model(path, model, {version});
+      return;
+    }
+    const std::string bytes = ir_to_onnx_bytes(model);
+    atomic_write_file(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
   });
 
   m.def("_env_report", [](const std::vector<std::string>& argv) {
