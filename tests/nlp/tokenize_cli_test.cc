@@ -43,7 +43,10 @@ TEST(TokenizeCli, TextBatchAndDetokenizeMatchHuggingFace) {
   int status = 0;
   auto ids_arg = [](const nlohmann::json& ids) {
     std::string s;
-    for (const auto& id : ids) s += (s.empty() ? "" : ",") + std::to_string(id.get<int>());
+    for (const auto& id : ids) {
+      if (!s.empty()) s += ',';
+      s += std::to_string(id.get<int>());
+    }
     return s;
   };
   int n = 0;
