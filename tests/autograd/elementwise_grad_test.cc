@@ -139,8 +139,10 @@ TEST(ElementwiseGrad, ScalarOperands) {
       {"x ^ 0.5", [](const Tensor& t) { return pow(t, 0.5); }},
       {"x ^ -1.5", [](const Tensor& t) { return pow(t, -1.5); }},
   };
-  for (const auto& [name, f] : cases)
-    gradcheck([&](const std::vector<Tensor>& in) { return f(in[0]); }, {x}, {}, 1e-6, 1e-6, name);
+  for (const auto& [name, f] : cases) {
+    const auto& fn = f;  // clang 14 cannot capture a structured binding in a lambda
+    gradcheck([&](const std::vector<Tensor>& in) { return fn(in[0]); }, {x}, {}, 1e-6, 1e-6, name);
+  }
   // By hand: d(sum(2x))/dx = 2 and d(sum(x^3))/dx = 3x^2.
   Tensor g = grad_of([](const Tensor& t) { return mul(t, 2.0); }, x, ones({2, 3}, f64));
   expect_close(g, std::vector<double>(6, 2.0), "d(2x)");
@@ -288,9 +290,10 @@ TEST(ElementwiseGrad, GradientsOfGradients) {
   };
   uint32_t seed = 700;
   for (const auto& [name, f] : cases) {
+    const auto& fn = f;  // clang 14 cannot capture a structured binding in a lambda
     Tensor x = rnd({5}, 0.5, 2, seed++);
     auto first = [&](const std::vector<Tensor>& in) {
-      return value_and_grad([&](const std::vector<Tensor>& xs) { return sum(f(xs[0])); })({in[0]})
+      return value_and_grad([&](const std::vector<Tensor>& xs) { return sum(fn(xs[0])); })({in[0]})
           .input_grads[0];
     };
     gradcheck(first, {x}, {}, 1e-6, 1e-5, std::string("d2 ") + name);

@@ -51,11 +51,13 @@ TEST(ReduceGrad, SumMeanMaxMinMatchFiniteDifferences) {
       {"max", [](const Tensor& t, const Axes& a, bool k) { return max(t, a, k); }},
       {"min", [](const Tensor& t, const Axes& a, bool k) { return min(t, a, k); }},
   };
-  for (const auto& [name, f] : ops)
+  for (const auto& [name, f] : ops) {
+    const auto& fn = f;  // clang 14 cannot capture a structured binding in a lambda
     for (const Axes& axes : kAxisSets)
       for (bool keep : {false, true})
-        gradcheck([&](const std::vector<Tensor>& in) { return f(in[0], axes, keep); }, {x}, {},
+        gradcheck([&](const std::vector<Tensor>& in) { return fn(in[0], axes, keep); }, {x}, {},
                   1e-6, 1e-6, std::string(name) + " " + axes_str(axes, keep));
+  }
 }
 
 TEST(ReduceGrad, VarMatchesFiniteDifferences) {
@@ -143,7 +145,8 @@ TEST(ReduceGrad, RulesWorkInLowPrecision) {
     const Tol tol = t == DType::kFloat32   ? Tol{1e-5, 1e-5}
                     : t == DType::kFloat16 ? Tol{1e-2, 1e-2}
                                            : Tol{6e-2, 6e-2};
-    for (const auto& [name, f] : ops) {
+    for (const auto& [name, op] : ops) {
+      const auto& f = op;  // clang 14 cannot capture a structured binding in a lambda
       Tensor x = rnd({2, 3, 4}, -2, 2, seed++, t);
       Tensor probe = f(x);
       Tensor w = rnd(probe.shape().to_vector(), -1, 1, seed++, t);
