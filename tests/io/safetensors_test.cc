@@ -28,6 +28,11 @@ std::vector<uint8_t> host_bytes(const std::vector<double>& values, DType dtype) 
       else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
         T h((float)v);
         std::memcpy(p, &h.bits, 2);
+      } else if constexpr (std::is_integral_v<T>) {
+        // Through int64: a negative value into an unsigned type wraps (defined), where a direct
+        // double -> unsigned conversion of it is undefined (clang's UBSan reports it).
+        T x = static_cast<T>(static_cast<int64_t>(v));
+        std::memcpy(p, &x, sizeof x);
       } else {
         T x = (T)v;
         std::memcpy(p, &x, sizeof x);
