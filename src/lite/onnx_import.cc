@@ -80,34 +80,38 @@ Tensor tensor_of(const TensorProto& t, const std::string& what) {
                                          "(onnx.save_model(m, path, save_as_external_data=False))");
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   const int64_t n = checked_numel(dims, what);
-  Tensor out = Tensor::empty(Shape(dims), dtype, Device::cpu());
   const size_t bytes = (size_t)n * dtype_size(dtype);
-  uint8_t* dst = static_cast<uint8_t*>(out.data_ptr());
-  auto count_error = [&](int64_t got) {
-    fail(ErrorCode::kFormat, what + " holds " + std::to_string(got) + " values for its shape of " + std::to_string(n) + " elements");
-  };
+  // The data present must match the shape before anything is allocated: a hostile file may
+  // declare a huge shape and carry no data (the onnx fuzz target found that).
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       fail(ErrorCode::kFormat, what + " holds " + std::to_string(t.raw_data().size()) + " bytes of raw data; its shape and dtype need " +
                                    std::to_string(bytes));
+  } else {
+    const int64_t held = dtype == DType::kFloat32   ? t.float_data_size()
+                         : dtype == DType::kFloat64 ? t.double_data_size()
+                         : dtype == DType::kInt64   ? t.int64_data_size()
+                                                    : t.int32_data_size();
+    if (held != n)
+      fail(ErrorCode::kFormat, what + " holds " + std::to_string(held) + " values for its shape of " + std::to_string(n) + " elements");
+  }
+  Tensor out = Tensor::empty(Shape(dims), dtype, Device::cpu());
+  uint8_t* dst = static_cast<uint8_t*>(out.data_ptr());
+  if (t.has_raw_data()) {
     if (bytes) std::memcpy(dst, t.raw_data().data(), bytes);
     return out;
   }
   switch (dtype) {
     case DType::kFloat32:
-      if (t.float_data_size() != n) count_error(t.float_data_size());
       if (bytes) std::memcpy(dst, t.float_data().data(), bytes);
       break;
     case DType::kFloat64:
-      if (t.double_data_size() != n) count_error(t.double_data_size());
       if (bytes) std::memcpy(dst, t.double_data().data(), bytes);
       break;
     case DType::kInt64:
-      if (t.int64_data_size() != n) count_error(t.int64_data_size());
       if (bytes) std::memcpy(dst, t.int64_data().data(), bytes);
       break;
     default: {  // int32_data carries int32, int8, uint8, bool, and the bits of float16/bfloat16
-      if (t.int32_data_size() != n) count_error(t.int32_data_size());
       const size_t size = dtype_size(dtype);
       for (int64_t i = 0; i < n; ++i) {
         const uint32_t v = (uint32_t)t.int32_data((int)i);
