@@ -47,6 +47,9 @@ struct ExportOptions {
 // the names the file gives them, such as a Cell's parameter names.
 ir::Model trace_to_ir(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const ExportOptions& options = {},
                       const std::map<const void*, std::string>& names = {});
+// A Cell's forward traced the same way, its parameters named as the Cell names them
+// ("fc.weight"): what export_model and export_onnx write for a Cell.
+ir::Model trace_cell_to_ir(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const ExportOptions& options = {});
 void export_model(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
                   const ExportOptions& options = {});
 // A Cell's forward; its parameters keep their names ("fc.weight").

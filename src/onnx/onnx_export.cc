@@ -432,15 +432,9 @@ void export_onnx(const TensorsFn& fn, const std::vector<Tensor>& example_inputs,
 
 void export_onnx(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
                  const ExportOptions& options) {
-  std::map<const void*, std::string> names;
-  for (const auto& [name, p] : cell.named_parameters()) names[p.value().impl()] = name;
-  TensorsFn fn = [&cell](const std::vector<Tensor>& in) {
-    if (in.size() != 1) fail(ErrorCode::kValue, "a Cell takes one input; got " + std::to_string(in.size()));
-    return std::vector<Tensor>{cell(in[0])};
-  };
   ExportOptions o = options;
   o.optimize = false;
-  const std::string bytes = ir_to_onnx_bytes(trace_to_ir(fn, example_inputs, o, names));
+  const std::string bytes = ir_to_onnx_bytes(trace_cell_to_ir(cell, example_inputs, o));
   atomic_write_file(path, std::span<const uint8_t>((const uint8_t*)bytes.data(), bytes.size()));
 }
 
