@@ -122,4 +122,22 @@ TEST(GenerateCli, ChatFromStdinWithResetAndExit) {
   EXPECT_EQ(run("chat --temperature 0 --max-tokens 4", "Hi\n").status, 0);
 }
 
+// The second turn reuses the first turn's KV rows (NOTE [Prefix cache]): at least the whole first
+// prompt is reported cached.
+TEST(GenerateCli, ChatReusesTheConversationsCacheBetweenTurns) {
+  if (const std::string why = model_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const CliRun r = run("chat --temperature 0 --max-tokens 8", "What is the capital of France?\nAnd of Italy?\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::pair<long, long>> turns;  // (prompt tokens, cached)
+  for (size_t pos = 0; (pos = r.err.find(", prompt ", pos)) != std::string::npos; ++pos) {
+    long prompt = 0, cached = -1;
+    ASSERT_EQ(std::sscanf(r.err.c_str() + pos, ", prompt %ld tokens, %ld cached]", &prompt, &cached), 2) << r.err;
+    turns.emplace_back(prompt, cached);
+  }
+  ASSERT_EQ(turns.size(), 2u) << r.err;
+  EXPECT_EQ(turns[0].second, 0);
+  EXPECT_GE(turns[1].second, turns[0].first) << r.err;
+  EXPECT_LT(turns[1].second, turns[1].first);
+}
+
 }  // namespace

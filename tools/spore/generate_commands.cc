@@ -240,8 +240,11 @@ int run_chat(const ModelArgs& a, const std::string& system) {
     std::fputs("\n", stdout);
     std::fflush(stdout);
     const nlp::Timings& t = engine.timings(id);
-    std::fprintf(stderr, "[%lld tokens, %.1f tokens/s, first token %.0f ms, prompt %lld tokens]\n",
-                 (long long)t.generated_tokens, t.tokens_per_second(), t.first_token_ms, (long long)t.prompt_tokens);
+    // The engine keeps the conversation's rows in its slot between turns (NOTE [Prefix cache]):
+    // only the new turn's tokens run through the model, the rest are "cached".
+    std::fprintf(stderr, "[%lld tokens, %.1f tokens/s, first token %.0f ms, prompt %lld tokens, %lld cached]\n",
+                 (long long)t.generated_tokens, t.tokens_per_second(), t.first_token_ms, (long long)t.prompt_tokens,
+                 (long long)t.cached_prompt_tokens);
     messages.push_back({{"role", "assistant"}, {"content", answer}});
   }
   return 0;

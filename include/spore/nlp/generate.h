@@ -76,10 +76,12 @@ struct SequenceEvent {
 // first_token_ms: from add() to the first token (queueing included); total_ms: add() to the end.
 // generated_tokens counts every sampled token, an EOS too; decode speed is over the tokens after
 // the first.
+// cached_prompt_tokens: the prompt's leading tokens whose KV rows were reused from an earlier
+// sequence (EngineOptions::prefix_cache), so prompt_ms covers only the others.
 struct Timings {
-  int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;
   double prompt_ms = 0, first_token_ms = 0, total_ms = 0;
-  double prompt_tokens_per_second() const;
+  double prompt_tokens_per_second() const;  // over the tokens computed (not the cached ones)
   double tokens_per_second() const;  // decode
 };
 
@@ -93,6 +95,17 @@ struct EngineOptions {
   int64_t prefill_chunk = 512;   // tokens of one prompt per step, so decodes are not stalled
   std::optional<uint64_t> max_memory;  // bytes; kValue with the figures when the model,
                                        // cache and scratch would not fit (before allocating)
+  // Reuse a free slot's rows when its last sequence shares a prefix with a new prompt (NOTE
+  // [Prefix cache]); costs no memory beyond the cache above.
+  bool prefix_cache = true;
+};
+
+// Counts since the engine was made (NOTE [Prefix cache]).
+struct PrefixCacheStats {
+  uint64_t lookups = 0;        // sequences admitted while the prefix cache was on
+  uint64_t hits = 0;           // ... that reused at least one row
+  uint64_t reused_tokens = 0;  // rows reused, summed
+  uint64_t evictions = 0;      // admissions that overwrote a slot's held tokens, none of them matching
 };
 
 class Engine {
@@ -117,6 +130,7 @@ class Engine {
   MemoryReport memory() const;  // weights, the KV cache as allocated, the scratch estimate
   int64_t context() const;      // tokens per slot
   int64_t slots() const;
+  PrefixCacheStats prefix_cache_stats() const;
 
   struct Impl;
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nlp/generate/memory_plan.h"
+#include "nlp/generate/prefix_cache.h"
 #include "nlp/generate/sampler.h"
 #include "nlp/generate/stop_text.h"
 #include "spore/error.h"
@@ -51,7 +52,7 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 double Timings::prompt_tokens_per_second() const {
-  return prompt_ms > 0 ? prompt_tokens * 1000.0 / prompt_ms : 0.0;
+  return prompt_ms > 0 ? (double)(prompt_tokens - cached_prompt_tokens) * 1000.0 / prompt_ms : 0.0;
 }
 
 double Timings::tokens_per_second() const {
@@ -89,6 +90,7 @@ struct Engine::Impl {
   MemoryReport memory;
   std::unique_ptr<KvCache> cache;
   std::vector<bool> slot_used;
+  std::optional<detail::PrefixCache> prefix;  // what each slot's rows hold (NOTE [Prefix cache])
   std::deque<std::unique_ptr<Sequence>> queue;
   std::vector<std::unique_ptr<Sequence>> active;  // in admission order: the chunks' order
   std::map<uint64_t, Timings> finished;
@@ -143,6 +145,7 @@ Engine::Engine(const LoadedModel& model, const EngineOptions& options) : impl_(s
   // The cache is made once, here; the model writes it in place (kv_cache_write) at each step.
   m.cache = m.lm->make_cache(options.slots, m.context, options.kv_dtype);
   m.slot_used.assign((size_t)options.slots, false);
+  m.prefix.emplace(options.slots);
 }
 
 Engine::~Engine() = default;
@@ -235,12 +238,17 @@ std::vector<SequenceEvent> Engine::step() {
   Impl& m = *impl_;
   std::vector<SequenceEvent> events = std::move(m.pending);
   m.pending.clear();
-  // Admission: queued sequences take free slots in arrival order.
-  for (size_t slot = 0; slot < m.slot_used.size() && !m.queue.empty(); ++slot) {
-    if (m.slot_used[slot]) continue;
-    m.slot_used[slot] = true;
-    m.queue.front()->slot = (int32_t)slot;
-    m.queue.front()->started = Clock::now();
+  // Admission: queued sequences take free slots in arrival order; each starts after the longest
+  // prefix of its prompt some free slot's rows still hold (NOTE [Prefix cache]).
+  while (!m.queue.empty()) {
+    const detail::PrefixCache::Choice c = m.prefix->admit(m.queue.front()->prompt, m.slot_used, m.options.prefix_cache);
+    if (c.slot < 0) break;
+    Sequence& s = *m.queue.front();
+    m.slot_used[(size_t)c.slot] = true;
+    s.slot = c.slot;
+    s.fed = c.reuse;
+    s.timings.cached_prompt_tokens = c.reuse;
+    s.started = Clock::now();
     m.active.push_back(std::move(m.queue.front()));
     m.queue.pop_front();
   }
@@ -260,7 +268,13 @@ std::vector<SequenceEvent> Engine::step() {
     }
     chunks.push_back(c);
   }
-  const Tensor logits = m.lm->forward(chunks, *m.cache);
+  Tensor logits;
+  try {
+    logits = m.lm->forward(chunks, *m.cache);
+  } catch (...) {
+    m.prefix->clear();  // rows may be half written: no slot's contents can be trusted now
+    throw;
+  }
   if (!logits.defined() || logits.dtype() != DType::kFloat32 || logits.ndim() != 2 ||
       logits.size(0) != (int64_t)chunks.size() || logits.size(1) != m.vocab)
     throw Error(ErrorCode::kInternal, "engine: the model's forward returned " +
@@ -272,6 +286,7 @@ std::vector<SequenceEvent> Engine::step() {
   for (size_t i = 0; i < m.active.size(); ++i) {
     Sequence& s = *m.active[i];
     s.fed += (int64_t)chunks[i].tokens.size();
+    m.prefix->wrote(s.slot, chunks[i].tokens);  // before take(): the chunk may view s.next
     if (s.fed < (int64_t)s.prompt.size()) continue;  // a prefill piece that is not the last
     SequenceEvent ev;
     try {
@@ -314,6 +329,7 @@ int64_t Engine::queued() const { return (int64_t)impl_->queue.size(); }
 MemoryReport Engine::memory() const { return impl_->memory; }
 int64_t Engine::context() const { return impl_->context; }
 int64_t Engine::slots() const { return impl_->options.slots; }
+PrefixCacheStats Engine::prefix_cache_stats() const { return impl_->prefix->stats(); }
 
 const Timings& Engine::timings(uint64_t sequence) const {
   for (const auto& s : impl_->active)

@@ -1,0 +1,44 @@
+// Prefix caching by slot reuse (NOTE [Prefix cache] in docs/design.md). The engine's KV cache is
+// `slots` rows of `context` tokens, made once. When a sequence leaves its slot, the rows it wrote
+// stay there untouched; this table remembers which tokens they hold. A new sequence is admitted
+// into the free slot whose held tokens share the longest prefix with its prompt, and starts its
+// prefill after that prefix: those rows are reused in place, never copied or recomputed. With no
+// match, the least recently used free slot is taken and what it held is forgotten (eviction): the
+// memory bound is the cache the engine already has.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "spore/nlp/generate.h"
+
+namespace spore::nlp::detail {
+
+class PrefixCache {
+ public:
+  explicit PrefixCache(int64_t slots) : held_((size_t)slots), last_used_((size_t)slots, 0) {}
+
+  struct Choice {
+    int32_t slot = -1;
+    int64_t reuse = 0;  // rows of the slot the sequence starts with
+  };
+  // Picks a slot among the free ones for `prompt` (enabled: the longest held prefix, ties and
+  // misses to the least recently used slot; disabled: the lowest free slot, reuse 0). The reuse
+  // stops one token short of the prompt: its last token must run to give the next token's logits.
+  // Marks the slot as holding prompt[0..reuse) and counts the lookup.
+  Choice admit(std::span<const int32_t> prompt, const std::vector<bool>& slot_used, bool enabled);
+  // The sequence in `slot` wrote `tokens` at the rows after those it already held.
+  void wrote(int32_t slot, std::span<const int32_t> tokens) { held_[(size_t)slot].insert(held_[(size_t)slot].end(), tokens.begin(), tokens.end()); }
+  // The rows' contents are unknown (a forward pass failed part-way): forget everything.
+  void clear();
+  const std::vector<int32_t>& held(int32_t slot) const { return held_[(size_t)slot]; }
+  const PrefixCacheStats& stats() const { return stats_; }
+
+ private:
+  std::vector<std::vector<int32_t>> held_;  // tokens whose K/V the slot's rows 0..size-1 hold
+  std::vector<uint64_t> last_used_;         // admission tick; 0: never used
+  uint64_t tick_ = 0;
+  nlp::PrefixCacheStats stats_;
+};
+
+}  // namespace spore::nlp::detail
