@@ -4,6 +4,7 @@
 // A stream whose client is gone (a write fails) cancels its job, which frees the slot.
 #include <chrono>
 
+#include "serve/peer_socket.h"
 #include "serve/request.h"
 #include "serve/server_impl.h"
 #include "serve/tool_calls.h"
@@ -87,22 +88,25 @@ struct Reply {
     return lp;
   }
 
+  // OpenAI's shape; cached_tokens: the prompt's leading tokens served from the prefix cache.
   json usage() const {
-    const nlp::Timings& t = job->timings;
     return {{"prompt_tokens", (int64_t)job->prompt.size()},
             {"completion_tokens", completion_tokens},
-            {"total_tokens", (int64_t)job->prompt.size() + completion_tokens}};
-    (void)t;
+            {"total_tokens", (int64_t)job->prompt.size() + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", job->timings.cached_prompt_tokens}}}};
   }
 
-  // llama.cpp's server field names.
+  // llama.cpp's server field names: prompt_n counts the prompt tokens computed, cache_n those
+  // reused from the prefix cache.
   json timings() const {
     const nlp::Timings& t = job->timings;
     const double decode_ms = t.total_ms - t.first_token_ms;
     const int64_t decoded = std::max<int64_t>(t.generated_tokens - 1, 0);
-    return {{"prompt_n", t.prompt_tokens},
+    const int64_t computed = t.prompt_tokens - t.cached_prompt_tokens;
+    return {{"cache_n", t.cached_prompt_tokens},
+            {"prompt_n", computed},
             {"prompt_ms", t.prompt_ms},
-            {"prompt_per_token_ms", t.prompt_tokens ? t.prompt_ms / (double)t.prompt_tokens : 0.0},
+            {"prompt_per_token_ms", computed ? t.prompt_ms / (double)computed : 0.0},
             {"prompt_per_second", t.prompt_tokens_per_second()},
             {"predicted_n", t.generated_tokens},
             {"predicted_ms", decode_ms},
@@ -188,13 +192,25 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
                    "server_error", "", "queue_full");
   }
 
+  const std::string route = chat ? "/v1/chat/completions" : "/v1/completions";
   if (!r.stream) {
+    // Nothing is written until the end, so httplib would never see the client leave: the peer
+    // socket is watched between waits (queued or generating) and a departed client's job is
+    // cancelled, which frees its slot at once.
+    PeerSocket peer(req);
     std::vector<nlp::SequenceEvent> events;
     bool done = false;
     while (!done) {
       events.clear();
-      done = reply->job->take(events, 1000);
+      done = reply->job->take(events, 100);
       for (const auto& ev : events) reply->add(ev, reply->text);
+      if (!done && peer.gone()) {
+        worker->cancel(reply->job);
+        metrics.client_disconnected(route);
+        send_error(res, ApiError(499, "The client closed the connection before the answer was complete",
+                                 "invalid_request_error", "", "client_disconnected"));
+        return;  // httplib's write of this answer fails quietly; the logger counts the 499
+      }
     }
     if (reply->finish == nlp::FinishReason::kError)
       throw ApiError(500, "Generation failed: " + reply->error, "server_error", "", "generation_failed");
@@ -203,13 +219,17 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
   }
 
   Worker* worker_ptr = worker.get();
+  Metrics* metrics_ptr = &metrics;
   const bool include_usage = r.include_usage;
   auto sent_head = std::make_shared<bool>(false);
+  // While a stream waits in the queue (or in a long prefill) nothing is written, so a write
+  // cannot fail: its socket is watched too. Found here, in the thread that serves the request.
+  const int peer_fd = PeerSocket::find(req);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [reply, worker_ptr, include_usage, sent_head](size_t, httplib::DataSink& sink) {
+      [reply, worker_ptr, metrics_ptr, route, peer_fd, include_usage, sent_head](size_t, httplib::DataSink& sink) {
         std::string out;
         if (!*sent_head) {
           *sent_head = true;
@@ -251,8 +271,10 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
           }
           out += "data: [DONE]\n\n";
         }
-        if (!out.empty() && !sink.write(out.data(), out.size())) {
+        if ((!out.empty() && !sink.write(out.data(), out.size())) ||
+            (out.empty() && peer_fd >= 0 && PeerSocket::closed(peer_fd))) {
           worker_ptr->cancel(reply->job);  // the client is gone: free the slot now
+          metrics_ptr->client_disconnected(route);
           return false;
         }
         if (done) sink.done();

@@ -63,6 +63,19 @@ void Metrics::rejected_queue_full() {
   ++queue_full_;
 }
 
+void Metrics::prefix_lookup(int64_t prompt, int64_t cached) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++prefix_lookups_;
+  if (cached > 0) ++prefix_hits_;
+  prefix_cached_tokens_ += (uint64_t)cached;
+  (void)prompt;
+}
+
+void Metrics::client_disconnected(const std::string& route) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++disconnects_[route];
+}
+
 std::string Metrics::render(const Gauges& g) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
@@ -80,6 +93,13 @@ std::string Metrics::render(const Gauges& g) const {
   counter("spore_prompt_tokens_total", "Prompt tokens of finished requests", prompt_tokens_);
   counter("spore_generated_tokens_total", "Tokens generated for finished requests", generated_tokens_);
   counter("spore_queue_full_total", "Requests refused with 503 because the queue was full", queue_full_);
+  counter("spore_prefix_cache_lookups_total", "Requests admitted with the prefix cache on", prefix_lookups_);
+  counter("spore_prefix_cache_hits_total", "Requests that reused KV cache rows of an earlier request", prefix_hits_);
+  counter("spore_prefix_cache_cached_tokens_total", "Prompt tokens served from the prefix cache", prefix_cached_tokens_);
+  out += "# HELP spore_client_disconnects_total Requests cancelled because the client left before the answer was "
+         "complete (logged with status 499)\n# TYPE spore_client_disconnects_total counter\n";
+  for (const auto& [route, n] : disconnects_)
+    out += "spore_client_disconnects_total{route=\"" + route + "\"} " + std::to_string(n) + "\n";
   gauge("spore_ready", "1 when the model is loaded", g.ready ? 1 : 0);
   gauge("spore_queue_depth", "Requests waiting for a slot", (double)g.queue_depth);
   gauge("spore_active_slots", "Slots generating now", (double)g.active_slots);

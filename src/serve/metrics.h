@@ -39,12 +39,18 @@ class Metrics {
   void first_token(double seconds);
   void per_output_token(double seconds);
   void rejected_queue_full();
+  // A request's prompt went through the prefix cache: `cached` of `prompt` tokens were reused.
+  void prefix_lookup(int64_t prompt, int64_t cached);
+  // A request whose client left before its answer was complete (cancelled; counted as 499).
+  void client_disconnected(const std::string& route);
   std::string render(const Gauges& g) const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, queue_full_ = 0;
+  uint64_t prefix_lookups_ = 0, prefix_hits_ = 0, prefix_cached_tokens_ = 0;
+  std::map<std::string, uint64_t> disconnects_;  // by route
   Histogram ttft_, tpot_;
 };
 

@@ -22,7 +22,8 @@ Worker::Worker(const nlp::LoadedModel& model, const nlp::EngineOptions& options,
       capacity_(options.slots + queue_limit),
       context_(engine_.context()),
       slots_(engine_.slots()),
-      kv_bytes_(engine_.memory().kv_cache) {
+      kv_bytes_(engine_.memory().kv_cache),
+      prefix_cache_(options.prefix_cache) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -79,6 +80,7 @@ void Worker::finish(const std::shared_ptr<Job>& job, const nlp::Timings* t) {
   --in_flight_;
   if (t) {
     metrics_.tokens(t->prompt_tokens, t->generated_tokens);
+    if (prefix_cache_) metrics_.prefix_lookup(t->prompt_tokens, t->cached_prompt_tokens);
     if (t->generated_tokens > 0) metrics_.first_token(t->first_token_ms / 1e3);
     if (t->generated_tokens > 1)
       metrics_.per_output_token((t->total_ms - t->first_token_ms) / 1e3 / (double)(t->generated_tokens - 1));

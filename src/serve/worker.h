@@ -53,6 +53,7 @@ class Worker {
   const int64_t capacity_;  // slots + queue
   const int64_t context_, slots_;
   const uint64_t kv_bytes_;
+  const bool prefix_cache_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

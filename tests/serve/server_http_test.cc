@@ -281,7 +281,9 @@ TEST_F(Serve, StreamFramingAndUsage) {
   EXPECT_EQ(fin["choices"][0]["finish_reason"], whole["choices"][0]["finish_reason"]);
   const json usage = json::parse(events[events.size() - 2]);
   EXPECT_TRUE(usage["choices"].empty());
-  EXPECT_EQ(usage["usage"], whole["usage"]);
+  for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"}) EXPECT_EQ(usage["usage"][k], whole["usage"][k]) << k;
+  // The same conversation again: all but its last prompt token came from the prefix cache.
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], whole["usage"]["prompt_tokens"].get<int64_t>() - 1);
   EXPECT_EQ(text, whole["choices"][0]["message"]["content"]);
 }
 
@@ -375,6 +377,83 @@ TEST_F(Serve, StalledClientsDoNotBlockOthers) {
   EXPECT_EQ(ok["choices"].size(), 1u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   for (int fd : stalled) close(fd);
+}
+
+// A repeated system prompt is served from the prefix cache: the second request reports the reused
+// tokens in OpenAI's usage.prompt_tokens_details.cached_tokens and llama.cpp's timings.cache_n,
+// and /metrics counts the hit.
+TEST_F(Serve, PrefixCacheHitOnARepeatedSystemPrompt) {
+  const std::string system =
+      "You are a careful assistant for a team of engineers. Answer in one short sentence, name units, "
+      "and never invent figures you were not given.";
+  auto ask = [&](const std::string& question) {
+    return post("/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", system}},
+                                                       {{"role", "user"}, {"content", question}}}},
+                                         {"max_tokens", 4}, {"temperature", 0}});
+  };
+  const double hits_before = metric("spore_prefix_cache_hits_total");
+  ask("What is a kilowatt?");
+  const json second = ask("What is a newton?");
+  const json sys_tokens = post("/tokenize", {{"content", system}});
+  const int64_t cached = second["usage"]["prompt_tokens_details"]["cached_tokens"];
+  // At least the system prompt's tokens (the template's header adds a few, the question's differ).
+  EXPECT_GE(cached, (int64_t)sys_tokens["tokens"].size()) << second.dump();
+  EXPECT_LT(cached, second["usage"]["prompt_tokens"].get<int64_t>());
+  EXPECT_EQ(second["timings"]["cache_n"], cached);
+  EXPECT_EQ(second["timings"]["prompt_n"].get<int64_t>() + cached, second["usage"]["prompt_tokens"].get<int64_t>());
+  EXPECT_GE(metric("spore_prefix_cache_hits_total"), hits_before + 1);
+  EXPECT_GE(metric("spore_prefix_cache_cached_tokens_total"), (double)cached);
+}
+
+// A JSON (non-streamed) request whose client closes its socket: the job is cancelled and its slot
+// is free again long before max_tokens would have run out; /metrics counts the disconnect.
+TEST_F(Serve, JsonClientThatLeavesFreesItsSlot) {
+  const json req = {{"prompt", "Once upon a time"}, {"max_tokens", 400}, {"ignore_eos", true}};
+  const double generated_before = metric("spore_generated_tokens_total");
+  int fd = connect_to(port);
+  ASSERT_GE(fd, 0);
+  send_all(fd, post_raw("/v1/completions", req.dump()));
+  for (int i = 0; i < 3000 && metric("spore_active_slots") != 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(metric("spore_active_slots"), 1);
+  close(fd);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (metric("spore_active_slots") != 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(metric("spore_active_slots"), 0);
+  EXPECT_LT(metric("spore_generated_tokens_total") - generated_before, 300) << "the request ran on after its client left";
+  const std::string m = metrics();
+  EXPECT_NE(m.find("spore_client_disconnects_total{route=\"/v1/completions\"} 1"), std::string::npos) << m;
+  for (int i = 0; i < 100 && metrics().find("status=\"499\"") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_NE(metrics().find("spore_requests_total{route=\"/v1/completions\",status=\"499\"} 1"), std::string::npos);
+}
+
+// A request still waiting in the queue whose client leaves is dropped from the queue.
+TEST_F(Serve, QueuedJsonClientThatLeavesIsDropped) {
+  const json slow = {{"prompt", "Once upon a time"}, {"max_tokens", 400}, {"ignore_eos", true}};
+  std::vector<int> busy;
+  for (int i = 0; i < 2; ++i) {  // both slots generating
+    busy.push_back(connect_to(port));
+    send_all(busy.back(), post_raw("/v1/completions", slow.dump()));
+  }
+  for (int i = 0; i < 3000 && metric("spore_active_slots") != 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int queued = connect_to(port);
+  send_all(queued, post_raw("/v1/completions", slow.dump()));
+  for (int i = 0; i < 3000 && metric("spore_queue_depth") != 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(metric("spore_queue_depth"), 1);
+  close(queued);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (metric("spore_queue_depth") != 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(metric("spore_queue_depth"), 0);
+  EXPECT_EQ(metric("spore_active_slots"), 2) << "the queued request's leaving must not touch the running ones";
+  for (int fd : busy) close(fd);
+  while (metric("spore_active_slots") != 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(metric("spore_active_slots"), 0);
 }
 
 TEST_F(Serve, MetricsText) {

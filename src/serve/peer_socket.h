@@ -1,0 +1,34 @@
+// Seeing a client leave while its request waits (NOTE [Server], "Disconnects"). cpp-httplib 0.11
+// hands a handler no socket and notices a closed connection only when a write fails, so a JSON
+// request (nothing written until the end) or a stream still queued (nothing written yet) would
+// run on after its client left. PeerSocket finds the accepted socket the request came on and
+// asks the kernel, without reading or blocking, whether the peer has closed or reset it.
+#pragma once
+#include <httplib.h>
+
+namespace spore::serve {
+
+class PeerSocket {
+ public:
+  // The connection is looked up lazily, on the first gone() call: most requests never wait.
+  explicit PeerSocket(const httplib::Request& req) : req_(req) {}
+  // True when the peer has closed (EOF) or reset the connection. Bytes waiting to be read (a
+  // pipelined next request) mean the client is still there. False when the socket cannot be
+  // found (then the old behaviour: the answer runs to the end).
+  bool gone();
+
+  // The descriptor of the accepted socket whose local and peer addresses are the request's
+  // (scans /proc/self/fd; -1 when none matches). Call it from the thread serving the request:
+  // httplib closes that socket only after the handler returns, so the number cannot be reused
+  // by another connection meanwhile.
+  static int find(const httplib::Request& req);
+  // The peer has closed or reset `fd` (poll with no wait, then recv with MSG_PEEK).
+  static bool closed(int fd);
+
+ private:
+  const httplib::Request& req_;
+  int fd_ = -1;
+  bool looked_ = false;
+};
+
+}  // namespace spore::serve
