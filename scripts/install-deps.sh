@@ -15,6 +15,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       libcurl4-openssl-dev  # spore pull: downloads from a Hugging Face-compatible hub
       libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX in (Lite) and out (export, its checker)
       libcpp-httplib-dev  # spore serve: the HTTP server (NOTE [Server])
+      chromium chromium-driver python3-selenium  # the chat page's browser test (serve_chat_page_browser)
       clang libclang-rt-14-dev libomp-dev  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
       pybind11-dev python3-dev python3-numpy python3-pytest)  # the Python modules and their tests
 if [ "${1:-}" = "--bench" ]; then
