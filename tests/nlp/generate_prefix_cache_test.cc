@@ -129,19 +129,26 @@ TEST(PrefixCache, EvictsTheLeastRecentlyUsedSlotUnderPressure) {
   eo.context = 32;
   Engine e(loaded(lm), eo);
   const std::vector<int32_t> a = {1, 2, 3, 4, 5, 6}, b = {7, 8, 9, 10, 11, 12}, c = {13, 14, 15, 16, 17, 18};
-  run_one(e, a, greedy(2));  // slot 0 holds a
-  run_one(e, b, greedy(2));  // slot 1 (never used) holds b
-  EXPECT_EQ(run_one(e, concat(a, {40}), greedy(2)).timings.cached_prompt_tokens, 6);
+  // Each run's tokens must be those of a fresh engine (HistoryLM reads the reused rows back).
+  auto check = [&](const std::vector<int32_t>& prompt) {
+    const Outcome got = run_one(e, prompt, greedy(3));
+    Engine fresh(loaded(hash_lm()), eo);
+    EXPECT_EQ(got.tokens, run_one(fresh, prompt, greedy(3)).tokens);
+    return got.timings.cached_prompt_tokens;
+  };
+  EXPECT_EQ(check(a), 0);  // slot 0 holds a
+  EXPECT_EQ(check(b), 0);  // slot 1 (never used) holds b
+  EXPECT_EQ(check(concat(a, {40})), 6);
   // Both slots hold tokens; c matches neither and takes the least recently used one (b's).
-  EXPECT_EQ(run_one(e, c, greedy(2)).timings.cached_prompt_tokens, 0);
+  EXPECT_EQ(check(c), 0);
   EXPECT_EQ(e.prefix_cache_stats().evictions, 1u);
-  EXPECT_EQ(run_one(e, concat(b, {41}), greedy(2)).timings.cached_prompt_tokens, 0);  // b was evicted
-  EXPECT_EQ(run_one(e, concat(c, {42}), greedy(2)).timings.cached_prompt_tokens, 6);  // c is still held
-  // Every token above matched a cache-free engine: checked by HistoryLM reading the rows back.
+  EXPECT_EQ(check(concat(b, {41})), 0);  // b was evicted
+  EXPECT_EQ(check(concat(c, {42})), 6);  // c is still held
 }
 
-TEST(PrefixCache, BusySlotsAreNeverReused) {
-  // Two sequences with the same prompt at once: the second cannot take the first's running slot.
+TEST(PrefixCache, TwoPromptsAdmittedTogetherEachComputeTheirRows) {
+  // Two sequences with the same prompt at once: nothing is held yet, so neither reuses rows, and
+  // the second never shares the first's slot.
   auto lm = hash_lm();
   EngineOptions eo;
   eo.slots = 2;
@@ -156,6 +163,33 @@ TEST(PrefixCache, BusySlotsAreNeverReused) {
   EXPECT_EQ(got[x], got[y]);
   EXPECT_EQ(e.timings(y).cached_prompt_tokens, 0);
   EXPECT_NE(lm->calls[0][0].slot, lm->calls[0][1].slot);
+}
+
+// A prompt arriving while another sequence with the same system prompt still generates: the rows
+// are copied once from the running slot; both sequences give a fresh engine's tokens.
+TEST(PrefixCache, RowsOfARunningSlotAreCopiedOnce) {
+  auto lm = hash_lm();
+  EngineOptions eo;
+  eo.slots = 2;
+  eo.context = 64;
+  eo.prefill_chunk = 4;
+  Engine e(loaded(lm), eo);
+  const std::vector<int32_t> system = {5, 17, 3, 42, 8, 11, 60, 2, 9, 31};
+  const std::vector<int32_t> pa = concat(system, {20}), pb = concat(system, {22, 23});
+  const uint64_t a = e.add(pa, greedy(20));
+  std::map<uint64_t, std::vector<int32_t>> got;
+  auto collect = [&](const std::vector<SequenceEvent>& evs) {
+    for (const SequenceEvent& ev : evs)
+      if (ev.token) got[ev.sequence].push_back(*ev.token);
+  };
+  for (int i = 0; i < 4; ++i) collect(e.step());  // a's prefill (3 steps) and its first decode
+  const uint64_t b = e.add(pb, greedy(8));
+  while (!e.idle()) collect(e.step());
+  EXPECT_EQ(e.timings(b).cached_prompt_tokens, 10);
+  EXPECT_EQ(e.prefix_cache_stats().copies, 1u);
+  Engine fresh(loaded(hash_lm()), eo);
+  EXPECT_EQ(got[a], run_one(fresh, pa, greedy(20)).tokens);
+  EXPECT_EQ(got[b], run_one(fresh, pb, greedy(8)).tokens);
 }
 
 TEST(PrefixCache, SwitchedOffNothingIsReused) {
@@ -202,6 +236,43 @@ TEST(PrefixCache, LogitsOnTheFixtureModelAreBitwiseThoseOfARunWithoutTheCache) {
   EXPECT_EQ(hit.tokens, whole.tokens);
   ASSERT_EQ(hit.logprobs.size(), whole.logprobs.size());
   for (size_t i = 0; i < whole.logprobs.size(); ++i) EXPECT_NEAR(hit.logprobs[i], whole.logprobs[i], 1e-4) << i;
+
+  // Rows copied from a slot still generating (float16 cache, the server's default): the copy is
+  // of bits, the chunks then run batched with the other sequence's decodes, so against the
+  // single-chunk run the logprobs agree to the float16 cache's rounding and the tokens are equal.
+  EngineOptions two = eo;
+  two.slots = 2;
+  two.kv_dtype = DType::kFloat16;
+  Engine shared(m, two);
+  GenerateOptions lo = greedy(16);
+  lo.sampling.logprobs = true;
+  const uint64_t running = shared.add(concat(system, {7}), lo);
+  shared.step();
+  shared.step();
+  const uint64_t later = shared.add(prompt, [] {
+    GenerateOptions o = greedy(12);
+    o.sampling.logprobs = true;
+    o.sampling.top_logprobs = 20;
+    return o;
+  }());
+  Outcome copied;
+  while (!shared.idle())
+    for (const SequenceEvent& ev : shared.step()) {
+      if (ev.sequence != later || !ev.token) continue;
+      copied.tokens.push_back(*ev.token);
+      copied.logprobs.push_back(ev.logprob);
+      for (const TokenLogprob& t : ev.top_logprobs) copied.logprobs.push_back(t.logprob);
+    }
+  EXPECT_EQ(shared.timings(later).cached_prompt_tokens, 10);
+  EXPECT_EQ(shared.prefix_cache_stats().copies, 1u);
+  (void)running;
+  EngineOptions half = same;
+  half.kv_dtype = DType::kFloat16;
+  Engine one_half(m, half);
+  const Outcome ref16 = run_one(one_half, prompt, greedy(12));
+  EXPECT_EQ(copied.tokens, ref16.tokens);
+  ASSERT_EQ(copied.logprobs.size(), ref16.logprobs.size());
+  for (size_t i = 0; i < ref16.logprobs.size(); ++i) EXPECT_NEAR(copied.logprobs[i], ref16.logprobs[i], 1e-3) << i;
 }
 
 }  // namespace

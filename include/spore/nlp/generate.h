@@ -106,6 +106,7 @@ struct PrefixCacheStats {
   uint64_t hits = 0;           // ... that reused at least one row
   uint64_t reused_tokens = 0;  // rows reused, summed
   uint64_t evictions = 0;      // admissions that overwrote a slot's held tokens, none of them matching
+  uint64_t copies = 0;         // hits whose rows were (partly) copied from a slot still generating
 };
 
 class Engine {

@@ -241,7 +241,11 @@ std::vector<SequenceEvent> Engine::step() {
   // Admission: queued sequences take free slots in arrival order; each starts after the longest
   // prefix of its prompt some free slot's rows still hold (NOTE [Prefix cache]).
   while (!m.queue.empty()) {
-    const detail::PrefixCache::Choice c = m.prefix->admit(m.queue.front()->prompt, m.slot_used, m.options.prefix_cache);
+    const detail::PrefixCache::Choice c = m.prefix->admit(
+        m.queue.front()->prompt, m.slot_used, m.options.prefix_cache,
+        [&m](int32_t from, int32_t to, int64_t begin, int64_t end) {
+          return detail::PrefixCache::copy_rows(*m.cache, from, to, begin, end);
+        });
     if (c.slot < 0) break;
     Sequence& s = *m.queue.front();
     m.slot_used[(size_t)c.slot] = true;

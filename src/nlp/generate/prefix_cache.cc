@@ -1,6 +1,7 @@
 #include "nlp/generate/prefix_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace spore::nlp::detail {
 
@@ -14,7 +15,7 @@ int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
 }  // namespace
 
 PrefixCache::Choice PrefixCache::admit(std::span<const int32_t> prompt, const std::vector<bool>& slot_used,
-                                       bool enabled) {
+                                       bool enabled, const CopyRows& copy) {
   Choice c;
   if (!enabled) {
     for (size_t s = 0; s < slot_used.size(); ++s)
@@ -38,15 +39,55 @@ PrefixCache::Choice PrefixCache::admit(std::span<const int32_t> prompt, const st
   if (c.slot < 0) return c;
   std::vector<int32_t>& h = held_[(size_t)c.slot];
   ++stats_.lookups;
+  const bool evicts = c.reuse == 0 && !h.empty();
+  // A busy slot with a longer prefix: copy the rows the chosen slot lacks.
+  int32_t from = -1;
+  int64_t longer = c.reuse;
+  if (copy)
+    for (size_t s = 0; s < slot_used.size(); ++s) {
+      if (!slot_used[s]) continue;
+      const int64_t m = std::min<int64_t>(common_prefix(held_[s], prompt), (int64_t)prompt.size() - 1);
+      if (m > longer) {
+        longer = m;
+        from = (int32_t)s;
+      }
+    }
+  h.resize((size_t)c.reuse);  // rows past the reused prefix are about to be overwritten
+  if (from >= 0 && copy(from, c.slot, c.reuse, longer)) {
+    h.insert(h.end(), prompt.begin() + c.reuse, prompt.begin() + longer);
+    c.reuse = longer;
+    ++stats_.copies;
+  }
   if (c.reuse > 0) {
     ++stats_.hits;
     stats_.reused_tokens += (uint64_t)c.reuse;
-  } else if (!h.empty()) {
+  } else if (evicts) {
     ++stats_.evictions;
   }
-  h.resize((size_t)c.reuse);  // rows past the reused prefix are about to be overwritten
   last_used_[(size_t)c.slot] = ++tick_;
   return c;
+}
+
+bool PrefixCache::copy_rows(KvCache& cache, int32_t from, int32_t to, int64_t begin, int64_t end) {
+  if (begin >= end || from == to) return begin >= end;
+  auto fits = [&](const Tensor& t) {
+    return t.defined() && t.is_contiguous() && t.ndim() == 4 && t.device().backend == kCpuBackend &&
+           from < t.size(0) && to < t.size(0) && end <= t.size(2);
+  };
+  for (int64_t l = 0; l < cache.layers(); ++l)
+    if (!fits(cache.keys(l)) || !fits(cache.values(l))) return false;
+  for (int64_t l = 0; l < cache.layers(); ++l)
+    for (const Tensor* t : {&cache.keys(l), &cache.values(l)}) {
+      const int64_t heads = t->size(1), context = t->size(2);
+      const size_t row = (size_t)t->size(3) * t->itemsize();
+      auto* base = static_cast<char*>(t->data_ptr());
+      // One block per head: rows begin..end-1 are contiguous within a (slot, head).
+      for (int64_t h = 0; h < heads; ++h)
+        std::memcpy(base + ((size_t)(to * heads + h) * (size_t)context + (size_t)begin) * row,
+                    base + ((size_t)(from * heads + h) * (size_t)context + (size_t)begin) * row,
+                    (size_t)(end - begin) * row);
+    }
+  return true;
 }
 
 void PrefixCache::clear() {

@@ -4,13 +4,18 @@
 // into the free slot whose held tokens share the longest prefix with its prompt, and starts its
 // prefill after that prefix: those rows are reused in place, never copied or recomputed. With no
 // match, the least recently used free slot is taken and what it held is forgotten (eviction): the
-// memory bound is the cache the engine already has.
+// memory bound is the cache the engine already has. When a slot still generating holds a longer
+// prefix than any free slot (two requests with one system prompt, the second arriving while the
+// first runs), the missing rows are copied once from it at admission (row blocks, never per
+// token), which is still far cheaper than recomputing them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "spore/nlp/generate.h"
+#include "spore/nlp/model.h"
 
 namespace spore::nlp::detail {
 
@@ -25,13 +30,21 @@ class PrefixCache {
   // Picks a slot among the free ones for `prompt` (enabled: the longest held prefix, ties and
   // misses to the least recently used slot; disabled: the lowest free slot, reuse 0). The reuse
   // stops one token short of the prompt: its last token must run to give the next token's logits.
-  // Marks the slot as holding prompt[0..reuse) and counts the lookup.
-  Choice admit(std::span<const int32_t> prompt, const std::vector<bool>& slot_used, bool enabled);
+  // Marks the slot as holding prompt[0..reuse) and counts the lookup. When enabled and a busy
+  // slot holds a longer prefix, `copy(from, to, begin, end)` is asked to copy its rows
+  // [begin, end) into the chosen slot (rows below begin already match); when it returns true the
+  // reuse extends to end.
+  using CopyRows = std::function<bool(int32_t from, int32_t to, int64_t begin, int64_t end)>;
+  Choice admit(std::span<const int32_t> prompt, const std::vector<bool>& slot_used, bool enabled,
+               const CopyRows& copy = {});
   // The sequence in `slot` wrote `tokens` at the rows after those it already held.
   void wrote(int32_t slot, std::span<const int32_t> tokens) { held_[(size_t)slot].insert(held_[(size_t)slot].end(), tokens.begin(), tokens.end()); }
   // The rows' contents are unknown (a forward pass failed part-way): forget everything.
   void clear();
   const std::vector<int32_t>& held(int32_t slot) const { return held_[(size_t)slot]; }
+  // Copies rows [begin, end) of slot `from` into slot `to` in every layer's keys and values
+  // (contiguous host tensors [slots, kv_heads, context, dim]); false when the layout is not that.
+  static bool copy_rows(KvCache& cache, int32_t from, int32_t to, int64_t begin, int64_t end);
   const PrefixCacheStats& stats() const { return stats_; }
 
  private:
