@@ -130,6 +130,16 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
         assert [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".user")] == [question]
         print("answer:", answer.strip(), "|", figures)
 
+        # A second turn: the conversation is rendered in order and the model answers in context.
+        driver.find_element(By.ID, "input").send_keys("And of Italy?")
+        driver.find_element(By.ID, "send").click()
+        wait.until(lambda d: state(d) in ("done", "error"))
+        assert state(driver) == "done", driver.find_element(By.ID, "log").text
+        roles = [e.get_attribute("class") for e in driver.find_elements(By.CSS_SELECTOR, "#log .msg")]
+        assert roles == ["msg user", "msg assistant", "msg user", "msg assistant"], roles
+        print("second turn:", driver.find_elements(By.CSS_SELECTOR, ".assistant")[-1].text.strip(), "|",
+              driver.find_element(By.ID, "figures").text)
+
         # 2. Stop on a long generation: the text stops growing, the page says so, the slot is free.
         driver.find_element(By.ID, "clear").click()
         generated_before = metric(base, "spore_generated_tokens_total")
