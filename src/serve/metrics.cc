@@ -106,6 +106,8 @@ std::string Metrics::render(const Gauges& g) const {
   gauge("spore_slots", "Slots (sequences decoded together)", (double)g.slots);
   gauge("spore_kv_cache_tokens_used", "KV cache rows held by active sequences", (double)g.kv_tokens_used);
   gauge("spore_kv_cache_tokens_capacity", "KV cache rows (slots x context)", (double)g.kv_tokens_capacity);
+  gauge("spore_prefix_cache_tokens_held", "KV cache rows free slots keep for a later prompt with the same prefix",
+        (double)g.prefix_cache_tokens_held);
   gauge("spore_kv_cache_bytes", "KV cache bytes allocated", (double)g.kv_bytes);
   ttft_.render(out, "spore_time_to_first_token_seconds", "From request to first generated token");
   tpot_.render(out, "spore_time_per_output_token_seconds", "Decode time per generated token after the first");

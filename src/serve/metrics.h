@@ -26,7 +26,7 @@ class Histogram {
 
 struct Gauges {
   int64_t queue_depth = 0, active_slots = 0, slots = 0;
-  int64_t kv_tokens_used = 0, kv_tokens_capacity = 0;
+  int64_t kv_tokens_used = 0, kv_tokens_capacity = 0, prefix_cache_tokens_held = 0;
   uint64_t kv_bytes = 0;
   bool ready = false;
 };

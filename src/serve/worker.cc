@@ -63,6 +63,7 @@ Gauges Worker::gauges() const {
   g.active_slots = active_;
   g.slots = slots_;
   g.kv_tokens_used = kv_used_;
+  g.prefix_cache_tokens_held = prefix_held_;
   g.kv_tokens_capacity = slots_ * context_;
   g.kv_bytes = kv_bytes_;
   return g;
@@ -126,6 +127,7 @@ void Worker::loop() {
     cancels_.clear();
     active_ = engine_.active();
     queued_ = engine_.queued();
+    prefix_held_ = (int64_t)engine_.prefix_cache_stats().held_tokens;
     if (running_.empty()) {
       active_ = queued_ = kv_used_ = 0;
       continue;  // nothing to step (a cancelled sequence's event waits in the engine, unread)
@@ -182,6 +184,7 @@ void Worker::loop() {
       if (job->generated > 0 || !job->events.empty()) used += (int64_t)job->prompt.size() + job->generated;
     }
     kv_used_ = used;
+    prefix_held_ = (int64_t)engine_.prefix_cache_stats().held_tokens;
   }
   for (auto& [seq, job] : running_) finish(job, nullptr);
 }

@@ -62,6 +62,7 @@ class Worker {
   std::map<uint64_t, std::shared_ptr<Job>> running_;  // by sequence id (in the engine: active or queued)
   int64_t in_flight_ = 0;                             // submitted and not done
   int64_t active_ = 0, queued_ = 0, kv_used_ = 0;     // as of the last step
+  int64_t prefix_held_ = 0;                           // rows free slots keep for reuse
   bool stop_ = false;
   std::thread thread_;
 };

@@ -104,6 +104,7 @@ TEST(PrefixCache, ReusedRowsGiveTheSameTokensAndAreCounted) {
   EXPECT_EQ(s.lookups, 4u);
   EXPECT_EQ(s.hits, 3u);
   EXPECT_EQ(s.reused_tokens, (uint64_t)(10 + 2 * (cont.size() - 1)));
+  EXPECT_EQ(s.held_tokens, cont.size() + 3);  // the last run's prompt and 3 of its 4 tokens (the 4th never fed)
 }
 
 TEST(PrefixCache, APromptThatDivergesMidWayReusesOnlyTheCommonPart) {

@@ -403,6 +403,8 @@ TEST_F(Serve, PrefixCacheHitOnARepeatedSystemPrompt) {
   EXPECT_EQ(second["timings"]["prompt_n"].get<int64_t>() + cached, second["usage"]["prompt_tokens"].get<int64_t>());
   EXPECT_GE(metric("spore_prefix_cache_hits_total"), hits_before + 1);
   EXPECT_GE(metric("spore_prefix_cache_cached_tokens_total"), (double)cached);
+  // Both requests are done: their slots keep their rows (prompt and fed answer tokens) for reuse.
+  EXPECT_GE(metric("spore_prefix_cache_tokens_held"), second["usage"]["prompt_tokens"].get<double>());
 }
 
 // A JSON (non-streamed) request whose client closes its socket: the job is cancelled and its slot

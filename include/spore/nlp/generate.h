@@ -107,6 +107,7 @@ struct PrefixCacheStats {
   uint64_t reused_tokens = 0;  // rows reused, summed
   uint64_t evictions = 0;      // admissions that overwrote a slot's held tokens, none of them matching
   uint64_t copies = 0;         // hits whose rows were (partly) copied from a slot still generating
+  uint64_t held_tokens = 0;    // now: rows free slots hold for a later prompt to reuse
 };
 
 class Engine {

@@ -333,7 +333,12 @@ int64_t Engine::queued() const { return (int64_t)impl_->queue.size(); }
 MemoryReport Engine::memory() const { return impl_->memory; }
 int64_t Engine::context() const { return impl_->context; }
 int64_t Engine::slots() const { return impl_->options.slots; }
-PrefixCacheStats Engine::prefix_cache_stats() const { return impl_->prefix->stats(); }
+PrefixCacheStats Engine::prefix_cache_stats() const {
+  PrefixCacheStats s = impl_->prefix->stats();
+  for (size_t slot = 0; slot < impl_->slot_used.size(); ++slot)
+    if (!impl_->slot_used[slot]) s.held_tokens += impl_->prefix->held((int32_t)slot).size();
+  return s;
+}
 
 const Timings& Engine::timings(uint64_t sequence) const {
   for (const auto& s : impl_->active)
