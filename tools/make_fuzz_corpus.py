@@ -223,6 +223,8 @@ def mindspore_seeds():
     d = os.path.join(FIX, "mindir")
     for name in ["fp16_linear.mindir", "fp16_linear.v1.mindir", "mlp.mindir", "cnn.mindir", "misc.mindir", "addnet.mindir"]:
         copy("mindir", os.path.join(d, name))
+    for name in ["fp16_linear.ckpt", "mlp.ckpt", "cnn.ckpt", "dtypes.ckpt"]:
+        copy("ms_ckpt", os.path.join(d, name))
 
 
 if __name__ == "__main__":

@@ -186,6 +186,18 @@ def derive_versions(name):
         print(f"{name}.v{v}.mindir: derived from the version-3 export, mind_ir_version {v}")
 
 
+def scalar_checkpoint():
+    """dtypes.ckpt: a scalar (no dims), int64, bool and bfloat16 parameters, and an empty tensor,
+    which MindSpore's save_checkpoint leaves out of the file."""
+    ms.save_checkpoint([{"name": "s", "data": Tensor(np.float32(2.5))},
+                        {"name": "empty", "data": Tensor(np.zeros((0, 3), np.float32))},
+                        {"name": "i", "data": Tensor(np.array([1, -2], np.int64))},
+                        {"name": "b", "data": Tensor(np.array([True, False]))},
+                        {"name": "h", "data": Tensor(np.array([[1.5, -0.25]], np.float32), ms.bfloat16)}],
+                       os.path.join(OUT, "dtypes.ckpt"))
+    print(f"dtypes.ckpt: {os.path.getsize(os.path.join(OUT, 'dtypes.ckpt'))} bytes")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     print(f"MindSpore {ms.__version__}")
@@ -198,6 +210,7 @@ def main():
          ckpt=False)
     derive_versions("fp16_linear")
     derive_versions("mlp")
+    scalar_checkpoint()
     for f in os.listdir(OUT):
         os.chmod(os.path.join(OUT, f), 0o644)  # MindSpore writes its files read-only
 
