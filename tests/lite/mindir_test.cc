@@ -184,6 +184,49 @@ TEST(MindIR, EveryFlippedByteReadsOrIsATypedError) {
   EXPECT_GT(accepted, 0);  // flips inside names and metadata still map
 }
 
+// Random mutations of every seed (flips, cuts, byte runs), then build and plan in Lite: a
+// deterministic mini-fuzzer for the ordinary build. SPORE_MUTATION_ROUNDS raises the count (a long
+// local run); the default keeps the test well under a second.
+TEST(MindIR, RandomMutationsReadOrAreTypedErrors) {
+  const char* env = std::getenv("SPORE_MUTATION_ROUNDS");
+  const int rounds = env ? std::atoi(env) : 300;
+  std::vector<std::vector<uint8_t>> seeds;
+  for (const std::string name : {"fp16_linear", "mlp", "cnn", "misc", "addnet", "mlp.v1"}) {
+    std::ifstream f(kDir / (name + ".mindir"), std::ios::binary);
+    seeds.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  TempDir dir;
+  const fs::path file = dir / "mutated.mindir";
+  int accepted = 0;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<uint8_t> b = seeds[next() % seeds.size()];
+    for (int k = 0, n = 1 + (int)(next() % 4); k < n && !b.empty(); ++k) {
+      const size_t at = next() % b.size();
+      switch (next() % 4) {
+        case 0: b[at] ^= (uint8_t)(1u << (next() % 8)); break;
+        case 1: b[at] = (uint8_t)next(); break;
+        case 2: b.resize(at); break;
+        default: b.insert(b.begin() + (long)at, (uint8_t)next()); break;
+      }
+    }
+    try {
+      ir::Model m = mindir::read_mindir_bytes(b, "mutated");
+      ++accepted;
+      // What maps is built (and planned) by Lite too: its errors must be typed as well.
+      std::ofstream(file, std::ios::binary | std::ios::trunc).write((const char*)b.data(), (std::streamsize)b.size());
+      lite::Model::build_from_file(file, lite::ModelType::kMindIR);
+    } catch (const Error&) {
+    }
+  }
+  if (env) printf("%d rounds, %d mapped\n", rounds, accepted);
+  EXPECT_GT(accepted, 0);
+}
+
 TEST(MindIR, WrongInputToPredictNamesTheSignature) {
   lite::Model m = lite::Model::build_from_file(kDir / "mlp.mindir");
   try {

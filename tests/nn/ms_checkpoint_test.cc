@@ -186,6 +186,43 @@ TEST(MsCheckpoint, EveryFlippedByteReadsOrIsATypedError) {
   EXPECT_GT(refused, 0);
 }
 
+// Random mutations of every seed (flips, cuts, byte runs); what reads must write and read again.
+// SPORE_MUTATION_ROUNDS raises the count for a long local run.
+TEST(MsCheckpoint, RandomMutationsReadOrAreTypedErrors) {
+  const char* env = std::getenv("SPORE_MUTATION_ROUNDS");
+  const int rounds = env ? std::atoi(env) : 300;
+  std::vector<std::vector<uint8_t>> seeds;
+  for (const std::string name : {"fp16_linear", "mlp", "cnn", "dtypes"}) seeds.push_back(file_bytes(kDir / (name + ".ckpt")));
+  uint64_t state = 0x2545f4914f6cdd1dull;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  int accepted = 0;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<uint8_t> b = seeds[next() % seeds.size()];
+    for (int k = 0, n = 1 + (int)(next() % 4); k < n && !b.empty(); ++k) {
+      const size_t at = next() % b.size();
+      switch (next() % 4) {
+        case 0: b[at] ^= (uint8_t)(1u << (next() % 8)); break;
+        case 1: b[at] = (uint8_t)next(); break;
+        case 2: b.resize(at); break;
+        default: b.insert(b.begin() + (long)at, (uint8_t)next()); break;
+      }
+    }
+    try {
+      const ms::MsParams p = ms::read_ms_checkpoint_bytes(b, "mutated");
+      ++accepted;
+      size_t nonempty = 0;  // an empty tensor is left out of a written file, as MindSpore does
+      for (const auto& [name, t] : p) nonempty += t.numel() > 0;
+      EXPECT_EQ(ms::read_ms_checkpoint_bytes(ms::ms_checkpoint_bytes(p)).size(), nonempty);
+    } catch (const Error&) {
+    }
+  }
+  if (env) printf("%d rounds, %d read\n", rounds, accepted);
+  EXPECT_GT(accepted, 0);
+}
+
 TEST(MsCheckpoint, SlicesAndTheCrcTrailerAreRead) {
   // A parameter in two slices (the same tag twice, as MindSpore writes large tensors), then the
   // trailer of a file saved with crc_check=True.
