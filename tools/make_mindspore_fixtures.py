@@ -92,6 +92,13 @@ class Misc(nn.Cell):
         return ops.cast(ops.relu(y), ms.float16)
 
 
+class TwoOut(nn.Cell):
+    """A network returning a tuple: MindSpore's graph output is a MakeTuple of two tensors."""
+
+    def construct(self, x, y):
+        return x + y, ops.relu(x)
+
+
 class AddNet(nn.Cell):
     def construct(self, x, y):
         return x + y
@@ -207,6 +214,8 @@ def main():
     emit("cnn", Cnn(), [rng.normal(size=(2, 1, 8, 8)).astype(np.float32)])
     emit("misc", Misc(), [rng.normal(size=(2, 6)).astype(np.float32)])
     emit("addnet", AddNet(), [rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32)],
+         ckpt=False)
+    emit("twoout", TwoOut(), [rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32)],
          ckpt=False)
     derive_versions("fp16_linear")
     derive_versions("mlp")

@@ -132,6 +132,7 @@ struct Ref {
   double f = 0;
   std::string s;
   std::vector<int64_t> ints;
+  std::vector<Ref> elems;  // kTuple made by MakeTuple: its elements (a network's several outputs)
   const char* kind_name() const {
     static const char* names[] = {"a tensor", "a monad", "an int", "a float", "a string", "a tuple of ints", "a tuple", "None"};
     return names[kind];
@@ -595,6 +596,8 @@ ir::Model map_model(const ModelProto& mp, const std::string& label) {
     if (op == "UpdateState" || op == "MakeTuple") {
       Ref r;
       r.kind = Ref::kTuple;
+      if (op == "MakeTuple")
+        for (const Ref* e : c.in) r.elems.push_back(*e);
       define(node.output(0), r, where);
       continue;
     }
@@ -603,33 +606,54 @@ ir::Model map_model(const ModelProto& mp, const std::string& label) {
     define(node.output(0), tensor_ref(h->second(c)), where);
   }
 
+  // The graph's outputs: tensors, or a tuple of tensors (MakeTuple) for a network that returns
+  // several; each declared dtype and shape must be what the mapping computes (a cross-check of the
+  // whole file). A declaration is a TensorProto, or for a tuple the attr_info's TENSORS values.
+  std::vector<std::pair<uint32_t, const TensorProto*>> outs;
   for (int k = 0; k < gp.output_size(); ++k) {
     const auto& out = gp.output(k);
-    const std::string what = label + ": graph output '" + out.name() + "'";
+    const std::string what = label + ": graph output '" + short_name(out.name(), gname) + "'";
     auto it = names.find(out.name());
     if (it == names.end()) fail(ErrorCode::kFormat, what + " names no value of the graph");
-    if (it->second.kind != Ref::kTensor) fail(ErrorCode::kUnsupported, what + " is " + it->second.kind_name() + ", not a tensor");
-    uint32_t id = it->second.id;
-    // The declared signature must be what the mapping computes: a cross-check of the whole file.
-    if (out.tensor_size() == 1) {
-      const TensorProto& t = out.tensor(0);
-      const std::vector<int64_t> declared(t.dims().begin(), t.dims().end());
+    const Ref& r = it->second;
+    if (r.kind == Ref::kTensor) {
+      outs.push_back({r.id, out.tensor_size() == 1 ? &out.tensor(0) : nullptr});
+      continue;
+    }
+    if (r.kind != Ref::kTuple || r.elems.empty()) fail(ErrorCode::kUnsupported, what + " is " + r.kind_name() + ", not a tensor");
+    const auto& decl = out.attr_info().values();
+    for (size_t e = 0; e < r.elems.size(); ++e) {
+      if (r.elems[e].kind != Ref::kTensor)
+        fail(ErrorCode::kUnsupported, what + ": element " + std::to_string(e) + " is " + r.elems[e].kind_name() + ", not a tensor");
+      const TensorProto* t = (int)e < decl.size() && decl[(int)e].tensors_size() == 1 ? &decl[(int)e].tensors(0) : nullptr;
+      outs.push_back({r.elems[e].id, t});
+    }
+  }
+  if (outs.empty()) fail(ErrorCode::kFormat, label + ": the graph has no outputs");
+  for (size_t k = 0; k < outs.size(); ++k) {
+    auto [id, t] = outs[k];
+    // MindSpore names outputs after internal nodes ("CNode_77:27"); Lite calls them output, or
+    // output0, output1 ... (the names `spore lite run` writes its .npy files under).
+    const std::string name = outs.size() == 1 ? "output" : "output" + std::to_string(k);
+    const std::string what = label + ": graph " + name;
+    if (t) {
+      const std::vector<int64_t> declared(t->dims().begin(), t->dims().end());
       DType dt;
       const Shape& s = m.shape(id);
-      if (declared != std::vector<int64_t>(s.begin(), s.end()) || !dtype_of(t.data_type(), dt) || dt != m.dtype(id))
-        fail(ErrorCode::kFormat, what + " is declared " + type_name(t.data_type()) + Shape(declared).str() + " but computes " +
+      if (declared != std::vector<int64_t>(s.begin(), s.end()) || !dtype_of(t->data_type(), dt) || dt != m.dtype(id))
+        fail(ErrorCode::kFormat, what + " is declared " + type_name(t->data_type()) + Shape(declared).str() + " but computes " +
                                      dtype_name(m.dtype(id)) + s.str());
     }
-    if (m.g.values[id].kind != ir::ValueKind::kNode) {  // an input or parameter returned as it is
+    // An input or parameter returned as it is, or one value returned twice, gets a node of its own.
+    bool taken = m.g.values[id].kind != ir::ValueKind::kNode;
+    for (uint32_t o : m.g.outputs) taken = taken || o == id;
+    if (taken) {
       NodeCtx c{m, NodeProto::default_instance(), nullptr, "Return", {}, what};
       id = m.emit(c, OpId::k_copy, {id});
     }
-    // MindSpore names outputs after internal nodes ("CNode_77:27"); Lite calls them output, or
-    // output0, output1 ... (the names `spore lite run` writes its .npy files under).
-    m.g.values[id].name = gp.output_size() == 1 ? "output" : "output" + std::to_string(k);
+    m.g.values[id].name = name;
     m.g.outputs.push_back(id);
   }
-  if (m.g.outputs.empty()) fail(ErrorCode::kFormat, label + ": the graph has no outputs");
 
   ir::Model model;
   model.producer_name = mp.producer_name().empty() ? "MindSpore" : mp.producer_name();

@@ -45,6 +45,22 @@ TEST(MindIR, MindSporesOwnExportsMatchMindSporesOutputs) {
     EXPECT_LE(max_error(name, name + ".mindir"), 1e-6) << name;
 }
 
+TEST(MindIR, ATupleOfOutputsIsSeveralOutputs) {
+  lite::Model m = lite::Model::build_from_file(kDir / "twoout.mindir");
+  ASSERT_EQ(m.outputs().size(), 2u);
+  EXPECT_EQ(m.outputs()[0].str(), "output0: float32[2, 3]");
+  EXPECT_EQ(m.outputs()[1].name, "output1");
+  const std::vector<Tensor> out =
+      m.predict(std::vector<Tensor>{data::load_npy((kDir / "twoout.in0.npy").string()), data::load_npy((kDir / "twoout.in1.npy").string())});
+  ASSERT_EQ(out.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<double> a = as_doubles(out[k]),
+                              b = as_doubles(data::load_npy((kDir / ("twoout.out" + std::to_string(k) + ".npy")).string()));
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(std::abs(a[i] - b[i]), 1e-6) << k << " " << i;
+  }
+}
+
 TEST(MindIR, VersionsOneToThreeLoad) {
   for (const std::string name : {"fp16_linear", "mlp"})
     for (const std::string v : {".v1", ".v2", ""}) EXPECT_LE(max_error(name, name + v + ".mindir"), 1e-6) << name << v;
