@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "../io/io_test_util.h"
@@ -95,6 +96,23 @@ TEST(MindIR, DetectedByContentWithoutTheExtension) {
   fs::copy_file(kDir / "mlp.mindir", dir / "model.bin");
   lite::Model m = lite::Model::build_from_file(dir / "model.bin");
   EXPECT_EQ(m.outputs()[0].shape, (std::vector<int64_t>{2, 3}));
+}
+
+// `spore lite run` on MindSpore's file, found by its content under another name.
+TEST(MindIR, LiteRunOnTheCommandLine) {
+  TempDir dir;
+  fs::copy_file(kDir / "cnn.mindir", dir / "cnn.model");
+  const std::string cmd = std::string(SPORE_BINARY_DIR) + "/bin/spore lite run " + (dir / "cnn.model").string() + " --input x=" +
+                          (kDir / "cnn.in0.npy").string() + " --output " + dir.path().string() + " --repeat 1 > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::vector<double> got = as_doubles(data::load_npy((dir / "output.npy").string()));
+  const std::vector<double> want = as_doubles(data::load_npy((kDir / "cnn.out0.npy").string()));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(std::abs(got[i] - want[i]), 1e-6) << i;
+  // A too-new file: the command fails with the version message.
+  const std::string refuse = std::string(SPORE_BINARY_DIR) + "/bin/spore lite run " + (kDir / "fp16_linear.v4.mindir").string() +
+                             " --zeros > /dev/null 2>&1";
+  EXPECT_NE(std::system(refuse.c_str()), 0);
 }
 
 // ---- hostile files -------------------------------------------------------------------------------
