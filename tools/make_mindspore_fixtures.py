@@ -78,6 +78,33 @@ class Cnn(nn.Cell):
         return self.softmax(self.fc(self.flatten(self.avg(self.pool(self.relu(self.conv(x)))))))
 
 
+class CnnSame(nn.Cell):
+    """The padding modes: a stride-2 "same" convolution and max pooling on even extents (MindSpore
+    pads those asymmetrically, more at the end), explicit symmetric and asymmetric "pad"."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(41)
+
+        def conv(cin, cout, k, **kw):
+            c = nn.Conv2d(cin, cout, k, has_bias=False, **kw)
+            c.weight.set_data(Tensor(rng.normal(scale=0.3, size=c.weight.shape).astype(np.float32)))
+            return c
+        self.conv1 = conv(2, 4, 3, stride=2, pad_mode="same")
+        self.pool1 = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="same")
+        self.conv2 = conv(4, 4, 3, pad_mode="pad", padding=1)
+        self.conv3 = conv(4, 4, 2, pad_mode="pad", padding=(0, 1, 1, 0))
+        self.avg = nn.AvgPool2d(kernel_size=2, stride=2)
+        self.relu = nn.ReLU()
+        self.flatten = nn.Flatten()
+        self.fc = seeded_dense(nn.Dense(4, 3), 42)
+
+    def construct(self, x):
+        y = self.pool1(self.relu(self.conv1(x)))
+        y = self.conv3(self.relu(self.conv2(y)))
+        return self.fc(self.flatten(self.avg(y)))
+
+
 class Misc(nn.Cell):
     """Reshape, Cast and the functional dense (the Dense primitive), which nn.Dense does not emit."""
 
@@ -217,6 +244,7 @@ def main():
          ckpt=False)
     emit("twoout", TwoOut(), [rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32)],
          ckpt=False)
+    emit("cnn_same", CnnSame(), [rng.normal(size=(1, 2, 8, 8)).astype(np.float32)])
     derive_versions("fp16_linear")
     derive_versions("mlp")
     scalar_checkpoint()

@@ -12,6 +12,8 @@
 // is x, and UpdateState/MakeTuple only order side effects (the monad chain), which an inference
 // graph without side effects does not need. Shapes come from the registry's own inference as the
 // mapping goes, on placeholder tensors (one element broadcast: no memory of the shape's size).
+#include <array>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -391,17 +393,45 @@ std::string pad_mode_of(NodeCtx& c, size_t k) {
   return s;
 }
 
-// Spore pads symmetrically: (before, after) pairs must agree.
-std::vector<int64_t> symmetric(NodeCtx& c, int64_t t, int64_t b, int64_t l, int64_t r) {
-  if (t != b || l != r)
-    c.unsupported("asymmetric padding (" + std::to_string(t) + ", " + std::to_string(b) + ", " + std::to_string(l) + ", " +
-                  std::to_string(r) + ")");
-  return {t, l};
+// x with `begin` and `end` cells of `value` added along `axis` (a fill and a concat).
+uint32_t pad_axis(NodeCtx& c, uint32_t x, int axis, int64_t begin, int64_t end, double value) {
+  std::vector<uint32_t> parts;
+  auto block = [&](int64_t extent) {
+    const Shape& s = c.m.shape(x);
+    std::vector<int64_t> shape(s.begin(), s.end());
+    shape[axis] = extent;
+    return c.m.emit(c, OpId::k_fill, {}, Attrs::of(shape, value, c.m.dtype(x)));
+  };
+  if (begin > 0) parts.push_back(block(begin));
+  parts.push_back(x);
+  if (end > 0) parts.push_back(block(end));
+  return parts.size() > 1 ? c.m.emit(c, OpId::k_concat, parts, Attrs::of((int64_t)axis)) : x;
+}
+
+// Padding (top, bottom, left, right) for conv and pool: the registry's ops pad symmetrically (at
+// most half the kernel for pooling); any other padding is added explicitly first, with `value`
+// (zeros for convolution, -inf for max pooling), and the op then pads nothing. `pads` receives the
+// op's symmetric pair. Explicit padding is refused for average pooling, whose divisor would count it.
+uint32_t padded(NodeCtx& c, uint32_t x, std::array<int64_t, 4> p, const std::vector<int64_t>& kernel, double value, bool explicit_ok,
+                std::vector<int64_t>& pads) {
+  for (int64_t v : p)
+    if (v < 0 || v > (int64_t{1} << 20)) c.bad("padding " + std::to_string(v) + " is out of range");
+  const bool pool = !kernel.empty();
+  if (p[0] == p[1] && p[2] == p[3] && (!pool || (2 * p[0] <= kernel[0] && 2 * p[2] <= kernel[1]))) {
+    pads = {p[0], p[2]};
+    return x;
+  }
+  if (!explicit_ok)
+    c.unsupported("padding (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ", " + std::to_string(p[2]) + ", " +
+                  std::to_string(p[3]) + ") in average pooling (asymmetric or wider than half the kernel)");
+  pads = {0, 0};
+  return pad_axis(c, pad_axis(c, x, 2, p[0], p[1], value), 3, p[2], p[3], value);
 }
 
 // Conv2D(x, w) with the primitive's attributes; its bias is a BiasAdd after it.
 uint32_t conv2d(NodeCtx& c) {
-  const uint32_t x = c.at(0), w = c.at(1);
+  uint32_t x = c.at(0);
+  const uint32_t w = c.at(1);
   require_nchw(c, 99);
   if (c.m.shape(x).ndim() != 4 || c.m.shape(w).ndim() != 4) c.bad("Conv2D takes 4-D input and weight");
   const std::vector<int64_t> stride = spatial(c, c.ints_arg(99, "stride"), "stride");
@@ -413,11 +443,12 @@ uint32_t conv2d(NodeCtx& c) {
   if (mode == "pad") {
     const std::vector<int64_t> p = c.ints_arg(99, "pad");
     if (p.size() != 4) c.bad("pad has " + std::to_string(p.size()) + " values");
-    pads = symmetric(c, p[0], p[1], p[2], p[3]);
+    x = padded(c, x, {p[0], p[1], p[2], p[3]}, {}, 0.0, true, pads);
   } else if (mode == "same") {
+    if (stride[0] <= 0 || stride[1] <= 0 || dil[0] <= 0 || dil[1] <= 0) c.bad("stride and dilation must be positive");
     auto [t, b] = same_pad(c.m.shape(x)[2], kh, stride[0], dil[0]);
     auto [l, r] = same_pad(c.m.shape(x)[3], kw, stride[1], dil[1]);
-    pads = symmetric(c, t, b, l, r);
+    x = padded(c, x, {t, b, l, r}, {}, 0.0, true, pads);
   }
   return c.m.emit(c, OpId::k_conv2d, {x, w}, Attrs::of(stride, pads, dil, group));
 }
@@ -427,7 +458,7 @@ uint32_t conv2d(NodeCtx& c) {
 // inside the input, which is MindSpore's "same" average too.
 uint32_t pool(NodeCtx& c) {
   const bool avg = c.op == "AvgPool";
-  const uint32_t x = c.at(0);
+  uint32_t x = c.at(0);
   if (c.m.shape(x).ndim() != 4) c.bad("pooling takes a 4-D input");
   require_nchw(c, 4);
   const std::vector<int64_t> kernel = spatial(c, c.ints_arg(1, "kernel_size"), "kernel_size");
@@ -436,10 +467,10 @@ uint32_t pool(NodeCtx& c) {
   std::vector<int64_t> pads = {0, 0};
   if (mode == "pad") c.unsupported("pad_mode 'pad' in pooling");
   if (mode == "same") {
+    if (strides[0] <= 0 || strides[1] <= 0) c.bad("strides must be positive");
     auto [t, b] = same_pad(c.m.shape(x)[2], kernel[0], strides[0], 1);
     auto [l, r] = same_pad(c.m.shape(x)[3], kernel[1], strides[1], 1);
-    pads = symmetric(c, t, b, l, r);
-    if (2 * pads[0] > kernel[0] || 2 * pads[1] > kernel[1]) c.unsupported("padding wider than half the kernel");
+    x = padded(c, x, {t, b, l, r}, kernel, -INFINITY, !avg, pads);
   }
   return c.m.emit(c, avg ? OpId::k_avg_pool2d : OpId::k_max_pool2d, {x}, Attrs::of(kernel, strides, pads, false));
 }
