@@ -105,6 +105,60 @@ class CnnSame(nn.Cell):
         return self.fc(self.flatten(self.avg(y)))
 
 
+def seeded_cell(cell, seed):
+    """Every parameter of `cell` (convolutions, BatchNorm's scale, shift and moving statistics)
+    drawn from a fixed seed, so the network does not rest on MindSpore's initialisers and its
+    BatchNorm statistics are not the trivial 0 and 1."""
+    rng = np.random.default_rng(seed)
+    for p in cell.get_parameters():
+        shape = p.shape
+        if p.name.endswith("moving_variance"):
+            v = rng.uniform(0.5, 1.5, size=shape)
+        elif p.name.endswith("gamma"):
+            v = rng.uniform(0.8, 1.2, size=shape)
+        else:
+            v = rng.normal(scale=0.3, size=shape)
+        p.set_data(Tensor(v.astype(np.float32)))
+    return cell
+
+
+class InvertedResidual(nn.Cell):
+    """MobileNetV2's block: 1x1 expand, 3x3 depthwise, 1x1 project, each with BatchNorm; ReLU6;
+    the residual when the shape allows."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hid = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        self.body = nn.SequentialCell([
+            nn.Conv2d(cin, hid, 1, has_bias=False), nn.BatchNorm2d(hid), nn.ReLU6(),
+            nn.Conv2d(hid, hid, 3, stride=stride, pad_mode="pad", padding=1, group=hid, has_bias=False),
+            nn.BatchNorm2d(hid), nn.ReLU6(),
+            nn.Conv2d(hid, cout, 1, has_bias=False), nn.BatchNorm2d(cout)])
+
+    def construct(self, x):
+        y = self.body(x)
+        return x + y if self.use_res else y
+
+
+class MobileNetTiny(nn.Cell):
+    """The chapter's MobileNetV2 smoke model in miniature (its layer kinds at a few KB)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.SequentialCell([nn.Conv2d(3, 8, 3, stride=2, pad_mode="pad", padding=1, has_bias=False),
+                                       nn.BatchNorm2d(8), nn.ReLU6()])
+        self.b1 = InvertedResidual(8, 8, 1, 2)
+        self.b2 = InvertedResidual(8, 12, 2, 2)
+        self.mean = ops.ReduceMean(keep_dims=False)
+        self.fc = nn.Dense(12, 4)
+        seeded_cell(self, 51)
+
+    def construct(self, x):
+        y = self.b2(self.b1(self.stem(x)))
+        return self.fc(self.mean(y, (2, 3)))
+
+
 class Misc(nn.Cell):
     """Reshape, Cast and the functional dense (the Dense primitive), which nn.Dense does not emit."""
 
@@ -245,6 +299,7 @@ def main():
     emit("twoout", TwoOut(), [rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32)],
          ckpt=False)
     emit("cnn_same", CnnSame(), [rng.normal(size=(1, 2, 8, 8)).astype(np.float32)])
+    emit("mobilenet_tiny", MobileNetTiny(), [rng.normal(size=(1, 3, 16, 16)).astype(np.float32)])
     derive_versions("fp16_linear")
     derive_versions("mlp")
     scalar_checkpoint()

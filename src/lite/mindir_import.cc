@@ -475,6 +475,64 @@ uint32_t pool(NodeCtx& c) {
   return c.m.emit(c, avg ? OpId::k_avg_pool2d : OpId::k_max_pool2d, {x}, Attrs::of(kernel, strides, pads, false));
 }
 
+// BatchNorm in inference (x, scale, bias, mean, variance, is_training, epsilon, momentum,
+// data_format): y = x * a + b per channel, a = scale * rsqrt(variance + epsilon), b = bias -
+// mean * a. With the statistics as parameters (an exported network), a and b are computed once
+// here with the registry's own kernels; otherwise they are ops of the graph. MindSpore's node
+// returns a tuple whose element 0 is y (TupleGetItem); the batch statistics of training are not.
+uint32_t batch_norm(NodeCtx& c) {
+  const uint32_t x = c.at(0);
+  if (c.int_arg(5, "is_training", 0) != 0) c.unsupported("BatchNorm in training mode");
+  const std::optional<Ref> eps_ref = c.arg(6, "epsilon");
+  double eps = 1e-5;
+  if (eps_ref) {
+    if (eps_ref->kind != Ref::kFloat) c.bad("epsilon is " + std::string(eps_ref->kind_name()) + ", not a float");
+    eps = eps_ref->f;
+  }
+  require_nchw(c, 8);
+  const int r = c.m.shape(x).ndim();
+  if (r < 2) c.bad("BatchNorm of a rank-" + std::to_string(r) + " input");
+  const int64_t channels = c.m.shape(x)[1];
+  std::vector<int64_t> per_channel = {channels};
+  for (int d = 2; d < r; ++d) per_channel.push_back(1);
+  uint32_t stats[4];
+  bool known = true;
+  for (int k = 0; k < 4; ++k) {
+    stats[k] = c.at(1 + k);
+    const Shape& s = c.m.shape(stats[k]);
+    if (s.ndim() != 1 || s[0] != channels)
+      c.bad("BatchNorm's argument " + std::to_string(1 + k) + " has shape " + s.str() + " for " + std::to_string(channels) + " channels");
+    known = known && c.m.g.values[stats[k]].data.defined();
+  }
+  uint32_t a, b;
+  if (known) {
+    const auto& v = c.m.g.values;
+    const Tensor ta = mul(v[stats[0]].data, rsqrt(add(v[stats[3]].data, eps)));
+    const Tensor tb = sub(v[stats[1]].data, mul(v[stats[2]].data, ta));
+    a = c.m.constant(reshape(ta, per_channel).contiguous());
+    b = c.m.constant(reshape(tb, per_channel).contiguous());
+  } else {
+    const uint32_t e = c.m.constant(full({}, eps, c.m.dtype(stats[3])));
+    const uint32_t inv = c.m.emit(c, OpId::k_rsqrt, {c.m.emit(c, OpId::k_add, {stats[3], e})});
+    const uint32_t ta = c.m.emit(c, OpId::k_mul, {stats[0], inv});
+    const uint32_t tb = c.m.emit(c, OpId::k_sub, {stats[1], c.m.emit(c, OpId::k_mul, {stats[2], ta})});
+    a = c.m.emit(c, OpId::k_reshape, {ta}, Attrs::of(per_channel));
+    b = c.m.emit(c, OpId::k_reshape, {tb}, Attrs::of(per_channel));
+  }
+  return c.m.emit(c, OpId::k_add, {c.m.emit(c, OpId::k_mul, {x, a}), b});
+}
+
+uint32_t relu6(NodeCtx& c) { return c.m.emit(c, OpId::k_relu6, {c.at(0)}); }
+
+// ReduceMean(x, axis, keep_dims): an empty axis tuple is every axis.
+uint32_t reduce_mean(NodeCtx& c) {
+  const uint32_t x = c.at(0);
+  std::vector<int64_t> axes = c.ints_arg(1, "axis");
+  if (axes.empty())
+    for (int d = 0; d < c.m.shape(x).ndim(); ++d) axes.push_back(d);
+  return c.m.emit(c, OpId::k_mean, {x}, Attrs::of(axes, c.int_arg(2, "keep_dims", 0) != 0));
+}
+
 uint32_t softmax(NodeCtx& c) {
   const std::vector<int64_t> axis = c.ints_arg(1, "axis");
   if (axis.size() != 1) c.unsupported("softmax over " + std::to_string(axis.size()) + " axes");
@@ -501,7 +559,8 @@ const std::map<std::string, Handler>& table() {
   static const std::map<std::string, Handler> t = {
       {"Add", add},         {"BiasAdd", bias_add}, {"ReLU", relu},         {"MatMul", matmul},   {"MatMulExt", matmul},
       {"Dense", dense},     {"Conv2D", conv2d},    {"MaxPool", pool},       {"AvgPool", pool},    {"Softmax", softmax},
-      {"Cast", cast},       {"Reshape", reshape},  {"Flatten", flatten},
+      {"Cast", cast},       {"Reshape", reshape},  {"Flatten", flatten},  {"BatchNorm", batch_norm}, {"ReLU6", relu6},
+      {"ReduceMean", reduce_mean},
   };
   return t;
 }
@@ -632,9 +691,26 @@ ir::Model map_model(const ModelProto& mp, const std::string& label) {
       define(node.output(0), r, where);
       continue;
     }
+    if (op == "TupleGetItem") {
+      const int64_t i = c.int_arg(1, "index");
+      if (c.in.empty() || c.in[0]->kind != Ref::kTuple) c.bad("TupleGetItem of " + std::string(c.in.empty() ? "nothing" : c.in[0]->kind_name()));
+      if (i < 0 || i >= (int64_t)c.in[0]->elems.size())
+        c.bad("TupleGetItem index " + std::to_string(i) + " of a tuple of " + std::to_string(c.in[0]->elems.size()));
+      define(node.output(0), c.in[0]->elems[(size_t)i], where);
+      continue;
+    }
     auto h = table().find(op);
     if (h == table().end()) c.unsupported("the primitive '" + op + "'");
-    define(node.output(0), tensor_ref(h->second(c)), where);
+    const uint32_t y = h->second(c);
+    if (op == "BatchNorm") {  // (y, batch mean, batch variance, reserve 1, reserve 2): only y exists here
+      Ref r;
+      r.kind = Ref::kTuple;
+      r.elems.push_back(tensor_ref(y));
+      r.elems.resize(5);  // kNone: reading a training statistic is refused as "not a tensor"
+      define(node.output(0), r, where);
+      continue;
+    }
+    define(node.output(0), tensor_ref(y), where);
   }
 
   // The graph's outputs: tensors, or a tuple of tensors (MakeTuple) for a network that returns

@@ -92,7 +92,7 @@ TEST(MsCheckpoint, MlpLoadsByNameAndPredictsAsMindSpore) {
 }
 
 TEST(MsCheckpoint, EveryFixtureRoundTripsByteForByte) {
-  for (const std::string name : {"fp16_linear", "mlp", "cnn", "cnn_same", "misc", "dtypes"}) {
+  for (const std::string name : {"fp16_linear", "mlp", "cnn", "cnn_same", "mobilenet_tiny", "misc", "dtypes"}) {
     const std::vector<uint8_t> bytes = file_bytes(kDir / (name + ".ckpt"));
     EXPECT_EQ(ms::ms_checkpoint_bytes(ms::read_ms_checkpoint_bytes(bytes, name)), bytes) << name;
   }
