@@ -221,7 +221,7 @@ TEST(MindIR, RandomMutationsReadOrAreTypedErrors) {
   const char* env = std::getenv("SPORE_MUTATION_ROUNDS");
   const int rounds = env ? std::atoi(env) : 300;
   std::vector<std::vector<uint8_t>> seeds;
-  for (const std::string name : {"fp16_linear", "mlp", "cnn", "misc", "addnet", "mlp.v1"}) {
+  for (const std::string name : {"fp16_linear", "mlp", "cnn", "cnn_same", "mobilenet_tiny", "twoout", "misc", "addnet", "mlp.v1"}) {
     std::ifstream f(kDir / (name + ".mindir"), std::ios::binary);
     seeds.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }
