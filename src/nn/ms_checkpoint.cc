@@ -52,10 +52,18 @@ MsParams read_ms_checkpoint_bytes(std::span<const uint8_t> bytes, const std::str
   if (bytes.size() > (size_t)std::numeric_limits<int>::max() || !ck.ParseFromArray(bytes.data(), (int)bytes.size()))
     fail(ErrorCode::kFormat, label + ": not a MindSpore checkpoint (the bytes do not parse as MindSpore's Checkpoint "
                                      "protobuf; truncated, or saved encrypted with enc_key?)");
-  MsParams out;
-  std::map<std::string, size_t> index;               // tag -> position in out
-  std::map<std::string, std::vector<uint8_t>> data;  // tag -> the bytes, slices joined
-  std::map<std::string, std::vector<int64_t>> dims;
+  // Every slice is checked against its parameter's shape and dtype first; the tensors are
+  // allocated only once all the data is there, so a declared shape the file carries no data for is
+  // never allocated (the ms_ckpt fuzz target found that).
+  struct Entry {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+    size_t bytes;  // what the shape and dtype need
+    std::vector<uint8_t> data;
+  };
+  std::vector<Entry> entries;
+  std::map<std::string, size_t> index;  // tag -> position in entries
   for (int k = 0; k < ck.value_size(); ++k) {
     const auto& v = ck.value(k);
     const std::string what = label + ": parameter '" + v.tag() + "'";
@@ -72,32 +80,27 @@ MsParams read_ms_checkpoint_bytes(std::span<const uint8_t> bytes, const std::str
       if (d != 0 && n > kMaxElements / d) fail(ErrorCode::kFormat, what + " has a shape whose element count overflows");
       n *= d;
     }
-    auto [it, fresh] = index.emplace(v.tag(), out.size());
+    auto [it, fresh] = index.emplace(v.tag(), entries.size());
     if (fresh) {
-      out.push_back({v.tag(), Tensor()});
-      dims[v.tag()] = shape;
-      data[v.tag()].reserve(std::min<size_t>(t.tensor_content().size(), size_t{1} << 30));
-    } else if (dims[v.tag()] != shape) {
-      fail(ErrorCode::kFormat, what + " appears twice with different shapes");
+      entries.push_back({v.tag(), dtype, shape, (size_t)n * dtype_size(dtype), {}});
+    } else if (entries[it->second].shape != shape || entries[it->second].dtype != dtype) {
+      fail(ErrorCode::kFormat, what + " appears twice with different shapes or dtypes");
     }
+    Entry& e = entries[it->second];
     const std::string& c = t.tensor_content();
-    std::vector<uint8_t>& buf = data[v.tag()];
-    if (buf.size() + c.size() > (size_t)n * dtype_size(dtype))
-      fail(ErrorCode::kFormat, what + " holds more than the " + std::to_string((size_t)n * dtype_size(dtype)) + " bytes its " +
-                                   t.tensor_type() + " shape " + Shape(shape).str() + " needs");
-    buf.insert(buf.end(), c.begin(), c.end());
-    // The dtype rides on the first slice; a later slice must agree.
-    if (out[it->second].second.defined() && out[it->second].second.dtype() != dtype)
-      fail(ErrorCode::kFormat, what + " appears twice with different dtypes");
-    if (!out[it->second].second.defined()) out[it->second].second = Tensor::empty(Shape(shape), dtype, Device::cpu());
+    if (e.data.size() + c.size() > e.bytes)
+      fail(ErrorCode::kFormat, what + " holds more than the " + std::to_string(e.bytes) + " bytes its " + t.tensor_type() + " shape " +
+                                   Shape(shape).str() + " needs");
+    e.data.insert(e.data.end(), c.begin(), c.end());
   }
-  for (auto& [name, t] : out) {
-    const std::vector<uint8_t>& buf = data[name];
-    const size_t want = (size_t)t.numel() * dtype_size(t.dtype());
-    if (buf.size() != want)
-      fail(ErrorCode::kFormat, label + ": parameter '" + name + "' holds " + std::to_string(buf.size()) + " bytes; its " +
-                                   dtype_name(t.dtype()) + " shape " + t.shape().str() + " needs " + std::to_string(want));
-    if (want) std::memcpy(t.data_ptr(), buf.data(), want);
+  MsParams out;
+  for (Entry& e : entries) {
+    if (e.data.size() != e.bytes)
+      fail(ErrorCode::kFormat, label + ": parameter '" + e.name + "' holds " + std::to_string(e.data.size()) + " bytes; its " +
+                                   dtype_name(e.dtype) + " shape " + Shape(e.shape).str() + " needs " + std::to_string(e.bytes));
+    Tensor t = Tensor::empty(Shape(e.shape), e.dtype, Device::cpu());
+    if (e.bytes) std::memcpy(t.data_ptr(), e.data.data(), e.bytes);
+    out.push_back({e.name, std::move(t)});
   }
   return out;
 }
