@@ -7,6 +7,9 @@
 #   scripts/install-py-peers.sh llm      llama-cpp-python, gguf
 #   scripts/install-py-peers.sh torch    torch, safetensors (tiny random-weight LLM fixtures, tools/)
 #   scripts/install-py-peers.sh serve    openai (tools/openai_client_check.py against spore serve)
+#   scripts/install-py-peers.sh mindspore  MindSpore 2.10.0 in its own environment, .venv-ms/ (ignored;
+#                                        tools/make_mindspore_fixtures.py): its pinned numpy and
+#                                        protobuf would fight the other peers' in one environment
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib/progress.sh
@@ -16,13 +19,20 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 pkgs=()
 for group in "$@"; do
+  if [ "$group" = mindspore ]; then
+    if [ ! -x .venv-ms/bin/python ]; then
+      step "creating MindSpore's virtual environment in .venv-ms" python3 -m venv .venv-ms
+    fi
+    step "installing into .venv-ms: mindspore==2.10.0" .venv-ms/bin/pip install -q mindspore==2.10.0 numpy
+    continue
+  fi
   case "$group" in
     nlp) pkgs+=(tokenizers transformers tiktoken jinja2 numpy) ;;
     onnx) pkgs+=(onnx onnxruntime numpy) ;;
     llm) pkgs+=(llama-cpp-python gguf numpy) ;;
     torch) pkgs+=(torch safetensors numpy) ;;
     serve) pkgs+=(openai) ;;
-    *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm, torch, serve)" >&2; exit 2 ;;
+    *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm, torch, serve, mindspore)" >&2; exit 2 ;;
   esac
 done
 if [ ${#pkgs[@]} -gt 0 ]; then

@@ -218,6 +218,16 @@ def tokenizer_seeds():
                                               ("tokenizer.ggml.bos_token_id", 4, struct.pack("<I", 1))], []))
 
 
+def mindspore_seeds():
+    """MindSpore 2.10's own files (tests/fixtures/mindir, NOTE [MindIR], NOTE [MindSpore checkpoints])."""
+    d = os.path.join(FIX, "mindir")
+    for name in ["fp16_linear.mindir", "fp16_linear.v1.mindir", "mlp.mindir", "cnn.mindir", "misc.mindir", "addnet.mindir", "twoout.mindir", "cnn_same.mindir"]:
+        copy("mindir", os.path.join(d, name))
+    for name in ["fp16_linear.ckpt", "mlp.ckpt", "cnn.ckpt", "dtypes.ckpt"]:
+        copy("ms_ckpt", os.path.join(d, name))
+
+
 if __name__ == "__main__":
     main()
     tokenizer_seeds()
+    mindspore_seeds()

@@ -8,7 +8,11 @@
 //      target is touched, with a message that names both versions and the two ways out: the
 //      refusal, with that message, is the check;
 //   3. the same network exported down-level (IR version 1) builds and predicts (0.0 again);
-//   4. the target list {"cuda", "cpu"} falls back in order and reports the target it built for.
+//   4. the target list {"cuda", "cpu"} falls back in order and reports the target it built for;
+//   5. MindSpore's own side of the boundary: the chapter's Fp16Linear(4, 1, seed=1) exported by the
+//      real MindSpore 2.10 (MindIR version 3, the file MindSpore Lite 2.0 refuses) builds in Spore
+//      Lite and predicts MindSpore's output (tests/fixtures/mindir, NOTE [MindIR]); a MindIR
+//      version 4 file is refused with MindSpore Lite's sentence and the ways out.
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +21,7 @@
 #include "spore/error.h"
 #include "spore/export.h"
 #include "spore/format.h"
+#include "spore/data.h"
 #include "spore/ir.h"
 #include "spore/lite.h"
 #include "spore/nn/activation.h"
@@ -85,9 +90,35 @@ void sample(probe::ProbeContext& ctx) {
   const std::vector<double> got_v1 = probe::host_values(old.predict({x})[0]);
   ctx.alignment("ir_v1", max_abs_error(got_v1, want), 0.0);
   ctx.compare_values("IR version 1 in Lite", got_v1, want, 0.0, 0.0, old.target());
+
+  // 5. MindSpore 2.10's own export of the chapter's Fp16Linear, with MindSpore's input and output.
+  const std::filesystem::path ms_dir = SPORE_MINDIR_FIXTURES;
+  const auto mindir = ms_dir / "fp16_linear.mindir";
+  if (!std::filesystem::exists(mindir)) {
+    ctx.value("mindspore_mindir", "not checked: " + mindir.string() + " is absent (a build outside the source tree)");
+    return;
+  }
+  ctx.artifact("mindspore_2.10_mindir_v3", mindir.string());
+  lite::Model ms_model = lite::Model::build_from_file(mindir, lite::ModelType::kMindIR, context);
+  const Tensor ms_x = data::load_npy((ms_dir / "fp16_linear.in0.npy").string()).to(dev);
+  const std::vector<double> ms_want = probe::host_values(data::load_npy((ms_dir / "fp16_linear.out0.npy").string()));
+  const std::vector<double> ms_got = probe::host_values(ms_model.predict({ms_x})[0]);
+  ctx.alignment("mindspore_2.10_mindir_v3", max_abs_error(ms_got, ms_want), 1e-6);
+  ctx.compare_values("MindSpore 2.10's MindIR (version 3) in Lite", ms_got, ms_want, 1e-6, 0.0, ms_model.target());
+  try {
+    lite::Model::build_from_file(ms_dir / "fp16_linear.v4.mindir", lite::ModelType::kMindIR, lite::Context{{"no-such-target"}, 0});
+    ctx.fail("Lite built a MindIR file of version 4, which it cannot read");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    ctx.value("mindir_refusal_message", msg);
+    if (e.code() != ErrorCode::kVersion || msg.find("maximum mind ir version: 3") == std::string::npos ||
+        msg.find("Ways out") == std::string::npos)
+      ctx.fail("the MindIR version 4 file was not refused with the version and the ways out: " + msg);
+  }
 }
 }  // namespace
 
 SPORE_REGISTER_PROBE({"07_lite_inference", "sample",
-                      "the exporter/Lite version boundary: newest and down-level files run, a too-new file is refused with the way out",
+                      "the exporter/Lite version boundary: newest and down-level files run, a too-new file is refused with the way out, "
+                      "MindSpore 2.10's own MindIR v3 runs",
                       "", &sample});

@@ -2,7 +2,8 @@
 
 A checkpoint is Spore's (NOTE [Checkpoint format]): a safetensors file under the name given
 (".ckpt" as MindSpore's), one tensor per parameter under its dotted name, so Python's safetensors
-reads it too. export writes Spore IR (NOTE [Model IR]); file_format "MINDIR" names the file
+reads it too. save_checkpoint(..., format="mindspore") writes MindSpore's own .ckpt protobuf
+instead, and load_checkpoint reads either, by content (NOTE [MindSpore checkpoints]). export writes Spore IR (NOTE [Model IR]); file_format "MINDIR" names the file
 "<file_name>.mindir" as MindSpore does, and spore_lite loads it with ModelType.MINDIR."""
 import os
 
@@ -42,7 +43,26 @@ def save_checkpoint(save_obj, ckpt_file_name, integrated_save=True, async_save=F
     path = os.fspath(ckpt_file_name)
     if not path.endswith(".ckpt") and not path.endswith(".safetensors"):
         path += ".ckpt"
-    _spore._save_checkpoint([(n, t) for n, t in named], path, {})
+    fmt = kwargs.get("format", "spore")
+    if fmt == "mindspore":  # MindSpore's protobuf, byte-identical to its save_checkpoint
+        _spore._save_ms_checkpoint([(n, t) for n, t in named], path)
+    elif fmt in ("spore", "safetensors"):
+        _spore._save_checkpoint([(n, t) for n, t in named], path, {})
+    else:
+        raise ValueError(f"save_checkpoint: format must be 'spore' (safetensors) or 'mindspore' (MindSpore's .ckpt), "
+                         f"got {fmt!r}")
+
+
+def _is_mindspore_ckpt(path):
+    # A safetensors file starts with its header's length (8 bytes) and then '{'; a MindSpore .ckpt
+    # is a protobuf whose first byte is field 1's tag (0x0a). An empty file is neither: safetensors
+    # reports it.
+    try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError:
+        return False
+    return len(head) > 0 and head[:1] == b"\x0a" and not (len(head) == 9 and head[8:9] == b"{")
 
 
 def load_checkpoint(ckpt_file_name, net=None, strict_load=False, filter_prefix=None, dec_key=None,
@@ -50,7 +70,11 @@ def load_checkpoint(ckpt_file_name, net=None, strict_load=False, filter_prefix=N
     """{name: Parameter} from a checkpoint (any safetensors file); with net, also loaded into it."""
     if dec_key is not None:
         raise UnsupportedError("load_checkpoint: decryption is not supported")
-    tensors, _meta = _spore._load_checkpoint(os.fspath(ckpt_file_name))
+    path = os.fspath(ckpt_file_name)
+    if _is_mindspore_ckpt(path):
+        tensors = dict(_spore._load_ms_checkpoint(path))
+    else:
+        tensors, _meta = _spore._load_checkpoint(path)
     out = {}
     prefixes = (filter_prefix,) if isinstance(filter_prefix, str) else tuple(filter_prefix or ())
     for name, t in tensors.items():

@@ -8,6 +8,7 @@
 #include "spore/error.h"
 #include "spore/ir.h"
 #include "spore/lite.h"
+#include "spore/mindir.h"
 #include "spore/onnx.h"
 
 namespace spore::lite {
@@ -51,7 +52,8 @@ struct Model::Impl {
 namespace {
 
 // The format by content: Spore IR's magic; an ONNX or MindIR protobuf otherwise (their first
-// byte is a field tag, which cannot tell them apart reliably, so the type must be named).
+// byte is a field tag, which cannot tell them apart reliably): the name's extension, else a MindIR
+// ModelProto that names MindSpore or carries a mind_ir_version (NOTE [MindIR]).
 ModelType detect(const std::filesystem::path& path, ModelType asked) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(ErrorCode::kIO, "cannot open model file " + path.string());
@@ -62,8 +64,12 @@ ModelType detect(const std::filesystem::path& path, ModelType asked) {
   if (asked == ModelType::kONNX || asked == ModelType::kMindIR) return asked;  // named by the caller
   if (ext == ".onnx") return ModelType::kONNX;
   if (ext == ".mindir") return ModelType::kMindIR;
-  throw Error(ErrorCode::kFormat, path.string() + ": not a Spore IR file, and the name says neither .onnx nor "
-                                                  ".mindir; pass the ModelType explicitly");
+  f.clear();
+  f.seekg(0);
+  const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  if (mindir::looks_like_mindir(bytes)) return ModelType::kMindIR;
+  throw Error(ErrorCode::kFormat, path.string() + ": not a Spore IR or MindIR file, and the name does not say .onnx; "
+                                                  "pass the ModelType explicitly");
 }
 
 TensorInfo info_of(const ir::Value& v, uint32_t id) {
@@ -115,10 +121,6 @@ Model Model::build_from_file(const std::filesystem::path& path, ModelType type, 
     throw Error(ErrorCode::kFormat, label + " is a " + model_type_name(actual) + " file, but ModelType " +
                                         model_type_name(type) + " was asked for; pass ModelType " +
                                         model_type_name(actual) + " (or auto)");
-  if (actual == ModelType::kMindIR)
-    throw Error(ErrorCode::kUnsupported, label + ": Lite does not read " + model_type_name(actual) +
-                                             " files in this build yet; export the network to Spore IR "
-                                             "(spore::export_model) and load that");
   // The format first: a version or corruption problem is reported before any target is touched.
   // An ONNX file is mapped onto registry ops into the same IR model (NOTE [ONNX]).
   auto impl = std::make_unique<Impl>();
@@ -135,6 +137,8 @@ Model Model::build_from_file(const std::filesystem::path& path, ModelType type, 
     } catch (const onnx::InputValueNeeded&) {
       impl->map_at_predict = true;
     }
+  } else if (actual == ModelType::kMindIR) {
+    m = mindir::read_mindir(path);  // MindSpore's export mapped onto registry ops (NOTE [MindIR])
   } else {
     m = ir::read_model(path);
   }

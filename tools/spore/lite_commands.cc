@@ -115,7 +115,7 @@ void add_lite_commands(CLI::App& app, Handlers& h) {
   auto* run_cmd = add_command(*lite_cmd, "run", "Build a model in Lite, predict, time it, and write its outputs as .npy",
                               "spore lite run model.spore --input x=x.npy --output out");
   auto o = std::make_shared<LiteRunOptions>();
-  run_cmd->add_option("FILE", o->file, "Model file (Spore IR, or ONNX: a .onnx file)")->required();
+  run_cmd->add_option("FILE", o->file, "Model file (Spore IR, ONNX: a .onnx file, or MindSpore's MindIR: a .mindir file)")->required();
   run_cmd->add_option("--input", o->inputs, "NAME=FILE.npy, once per input (FILE.npy alone for a one-input model)");
   run_cmd->add_option("--output", o->output, "Directory for the outputs (<name>.npy)");
   run_cmd->add_option("--repeat", o->repeat, "Timed predictions after the first")->capture_default_str();

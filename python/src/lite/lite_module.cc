@@ -83,7 +83,7 @@ PYBIND11_MODULE(_spore_lite, m) {
 
   py::enum_<lite::ModelType>(m, "ModelType", py::module_local())
       // MindSpore Lite's MINDIR: Spore writes its own IR for MINDIR exports (spore.export), so
-      // MINDIR accepts that; a real MindIR protobuf is refused with the way out.
+      // MINDIR accepts that, and MindSpore's own MindIR protobuf too (NOTE [MindIR]).
       .value("MINDIR", lite::ModelType::kAuto)
       .value("MINDIR_LITE", lite::ModelType::kAuto)
       .value("SPORE", lite::ModelType::kSpore)

@@ -8,6 +8,7 @@
 #include "spore/checkpoint.h"
 #include "spore/export.h"
 #include "spore/format.h"
+#include "spore/ms_checkpoint.h"
 #include "spore/probe.h"
 
 namespace py = pybind11;
@@ -28,6 +29,19 @@ void bind_io(py::module_& m) {
       c = load_checkpoint(path);
     }
     return py::make_tuple(c.tensors, c.metadata);
+  });
+  // MindSpore's own .ckpt (NOTE [MindSpore checkpoints]): [(name, Tensor)] in file order.
+  m.def("_save_ms_checkpoint", [](const std::vector<std::pair<std::string, Tensor>>& params, const std::filesystem::path& path) {
+    py::gil_scoped_release nogil;
+    ms::save_ms_checkpoint(params, path);
+  });
+  m.def("_load_ms_checkpoint", [](const std::filesystem::path& path) {
+    ms::MsParams p;
+    {
+      py::gil_scoped_release nogil;
+      p = ms::read_ms_checkpoint(path);
+    }
+    return p;
   });
   m.def("_framework_version", [] { return std::string(framework_version()); });
 
