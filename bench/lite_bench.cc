@@ -1,17 +1,16 @@
 // Timing of Spore Lite for bench/lite_bench.py, which runs ONNX Runtime on the same files and
-// interleaves the two (issue 10, Benchmarks). Modes:
-//   lite_bench make-models DIR
-//       MobileNetV2 (tests/lite/onnx_smoke_models.h, fixed seeds, 224x224) for batch 1 and 8,
-//       exported by the framework to Spore IR and to ONNX: DIR/mobilenetv2_b{1,8}.{spore,onnx}.
+// interleaves the two (issue 10, Benchmarks). It links the Lite runtime alone (spore_lite,
+// spore_format, spore_core), as an application would. Modes:
 //   lite_bench serve MODEL THREADS
 //       Builds MODEL once, then reads a count N per line on stdin and answers one line:
 //       N pairs "wall_us cpu_us" of N predictions (process CPU time, all threads). The model's
 //       inputs are filled with fixed pseudo-random values of its declared shapes.
 //   lite_bench startup MODEL THREADS
 //       build_from_file through the first prediction, once: "wall_us cpu_us".
-//   lite_bench run MODEL THREADS IN.npy... --out OUT.npy
-//       One prediction of the given inputs, output 0 written to OUT.npy (the script compares it
-//       with ONNX Runtime's, so a fast wrong answer cannot pass as a benchmark row).
+//   lite_bench run MODEL THREADS IN.f32... --out OUT.f32
+//       One prediction of the given inputs (raw float32, in the model's input shapes), output 0
+//       written raw as float32 (the script compares it with ONNX Runtime's, so a fast wrong
+//       answer cannot pass as a benchmark row).
 #include <time.h>
 
 #include <chrono>
@@ -22,10 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "lite/onnx_smoke_models.h"
-#include "spore/data.h"
+#include <fstream>
+
 #include "spore/error.h"
-#include "spore/export.h"
 #include "spore/lite.h"
 
 namespace {
@@ -68,20 +66,6 @@ std::vector<Tensor> inputs_for(const lite::Model& m) {
   return out;
 }
 
-int make_models(const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
-  onnx_models::MobileNetV2 net(1000, 1.0, 7);
-  net.set_train(false);
-  for (int64_t batch : {1, 8}) {
-    const Tensor x = random_normal({batch, 3, 224, 224}, 99);
-    const std::string stem = (dir / ("mobilenetv2_b" + std::to_string(batch))).string();
-    export_model(net, {x}, stem + ".spore");
-    export_onnx(net, {x}, stem + ".onnx");
-    std::printf("%s.spore, %s.onnx\n", stem.c_str(), stem.c_str());
-  }
-  return 0;
-}
-
 int serve(const char* path, const char* threads) {
   lite::Model m = lite::Model::build_from_file(path, lite::ModelType::kAuto, context_of(threads));
   const std::vector<Tensor> in = inputs_for(m);
@@ -114,18 +98,36 @@ int startup(const char* path, const char* threads) {
   return 0;
 }
 
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIO, "cannot open " + path);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
 int run(int argc, char** argv) {
   lite::Model m = lite::Model::build_from_file(argv[2], lite::ModelType::kAuto, context_of(argv[3]));
-  std::vector<Tensor> in;
+  std::vector<Tensor> in = inputs_for(m);
   std::string out;
+  size_t k = 0;
   for (int i = 4; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out = argv[++i];
-    else
-      in.push_back(data::load_npy(argv[i]));
+      continue;
+    }
+    if (k >= in.size()) throw Error(ErrorCode::kValue, "more input files than the model has inputs");
+    const std::vector<char> bytes = read_file(argv[i]);
+    const Tensor t = in[k].to(DType::kFloat32);
+    if ((int64_t)bytes.size() != (int64_t)t.nbytes())
+      throw Error(ErrorCode::kValue, std::string(argv[i]) + " holds " + std::to_string(bytes.size()) + " bytes; input " +
+                                         std::to_string(k) + " " + t.shape().str() + " needs " + std::to_string(t.nbytes()));
+    in[k] = Tensor::from_bytes(bytes.data(), t.shape(), DType::kFloat32, Device::cpu()).to(in[k].dtype());
+    ++k;
   }
   const std::vector<Tensor> y = m.predict(in);
-  if (!out.empty()) data::save_npy(out, y[0].to(DType::kFloat32));
+  if (!out.empty()) {
+    const Tensor t = y[0].to(Device::cpu()).to(DType::kFloat32).contiguous();
+    std::ofstream(out, std::ios::binary).write(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
   return 0;
 }
 
@@ -134,7 +136,6 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "make-models" && argc == 3) return make_models(argv[2]);
     if (mode == "serve" && argc == 4) return serve(argv[2], argv[3]);
     if (mode == "startup" && argc == 4) return startup(argv[2], argv[3]);
     if (mode == "run" && argc >= 4) return run(argc, argv);
@@ -143,7 +144,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(stderr,
-               "usage: lite_bench make-models DIR | serve MODEL THREADS | startup MODEL THREADS |\n"
-               "       run MODEL THREADS IN.npy... --out OUT.npy   (bench/lite_bench.py drives it)\n");
+               "usage: lite_bench serve MODEL THREADS | startup MODEL THREADS |\n"
+               "       run MODEL THREADS IN.f32... --out OUT.f32   (bench/lite_bench.py drives it)\n");
   return 2;
 }

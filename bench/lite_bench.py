@@ -7,12 +7,17 @@ of libspore_lite.a.
 
 usage: .venv-peers/bin/python bench/lite_bench.py [--build build/release] [--rounds 5]
                                                   [--threads 1 2] [--only mobilenet|bert|startup]
-                                                  [--write-readme]
+                                                  [--spin] [--write-readme]
 
+The models are made once into build/<preset>/bench/lite_bench_models/ (MobileNetV2 by
+build/<preset>/bench/lite_models, the framework's exporter; the BERT layer here with onnx.helper).
 Lite runs in build/<preset>/bench/lite_bench (a `serve` process per model that times each
 prediction itself, so process start and Python are not in its figures); ONNX Runtime runs here,
 with intra_op_num_threads = the row's thread count, one inter-op thread, sequential execution
-and its default (full) graph optimisation. Each round runs every engine of a row once, in a
+and its default (full) graph optimisation. Idle worker threads sleep in both engines (Lite:
+OMP_WAIT_POLICY=passive for libgomp; ORT: session.intra_op.allow_spinning = 0); --spin lets
+both spin, their default, which on a machine loaded past its core count measures the scheduler.
+Each round runs every engine of a row once, in a
 rotating order, so the machine's swings hit all of them alike; figures are medians over all
 predictions of all rounds, wall time and process CPU time (all threads) both, since this
 machine is shared. Ratio = ORT median / Lite median: at least 1.0 means Lite is as fast or faster.
@@ -33,7 +38,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LITE_ENV = dict(os.environ)  # Lite runs with the environment as it is
+LITE_ENV = dict(os.environ)  # Lite runs with the environment as it is, but for the wait policy (--spin)
 os.environ.pop("OPENBLAS_CORETYPE", None)  # the peer's own setting (see bench/README.md)
 import onnxruntime as ort  # noqa: E402
 import onnx  # noqa: E402
@@ -115,8 +120,12 @@ class Lite:
         self.p.wait()
 
 
+SPIN = False  # --spin: idle workers spin (libgomp's and ORT's default) instead of sleeping
+
+
 def ort_session(model, threads):
     so = ort.SessionOptions()
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if SPIN else "0")
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -157,12 +166,12 @@ def check_outputs(exe, model, tol):
     with tempfile.TemporaryDirectory() as d:
         ins = []
         for k, (name, arr) in enumerate(feeds.items()):
-            ins.append(os.path.join(d, f"in{k}.npy"))
-            np.save(ins[-1], arr)
-        out = os.path.join(d, "out.npy")
+            ins.append(os.path.join(d, f"in{k}.f32"))
+            np.ascontiguousarray(arr, np.float32).tofile(ins[-1])
+        out = os.path.join(d, "out.f32")
         for ext in ([".spore", ".onnx"] if os.path.exists(model[:-5] + ".spore") else [".onnx"]):
             subprocess.run([exe, "run", model[:-5] + ext, "1", *ins, "--out", out], check=True, env=LITE_ENV)
-            err = float(np.max(np.abs(np.load(out).astype(np.float64) - want)))
+            err = float(np.max(np.abs(np.fromfile(out, np.float32).astype(np.float64) - want.reshape(-1))))
             print(f"  check {os.path.basename(model[:-5] + ext)}: max |Lite - ORT| = {err:.2e} (tolerance {tol:g})")
             if not err <= tol:
                 raise SystemExit(f"{model[:-5] + ext}: Lite's output differs from ONNX Runtime's by {err:g} > {tol:g}")
@@ -215,14 +224,24 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--only", choices=["mobilenet", "bert", "startup"], action="append")
     ap.add_argument("--write-readme", action="store_true")
+    ap.add_argument("--spin", action="store_true", help="let idle worker threads spin (both engines' default)")
     a = ap.parse_args()
+    global SPIN
+    SPIN = a.spin
+    # Idle workers sleep in both engines unless --spin: on a machine loaded past its core count a
+    # spinning worker burns the time slice its busy partner needs (libgomp's spinning made Lite's
+    # 2-thread MobileNetV2 100x slower at load 15 here; ONNX Runtime's slowed it too).
+    LITE_ENV["OMP_WAIT_POLICY"] = "active" if a.spin else "passive"
     only = set(a.only or ["mobilenet", "bert", "startup"])
     exe = os.path.join(a.build, "bench/lite_bench")
     if not os.path.exists(exe):
-        sys.exit(f"{exe} is missing: cmake --build {a.build} --target lite_bench (configure with -DSPORE_BUILD_BENCH=ON)")
-    models = os.path.join(a.build, "bench/lite_models")
+        sys.exit(f"{exe} is missing: cmake --build {a.build} --target lite_bench lite_models (configure with -DSPORE_BUILD_BENCH=ON)")
+    models = os.path.join(a.build, "bench/lite_bench_models")
     if not os.path.exists(os.path.join(models, "mobilenetv2_b8.onnx")):
-        subprocess.run([exe, "make-models", models], check=True, env=LITE_ENV)
+        maker = os.path.join(a.build, "bench/lite_models")
+        if not os.path.exists(maker):
+            sys.exit(f"{maker} is missing: cmake --build {a.build} --target lite_models")
+        subprocess.run([maker, models], check=True, env=LITE_ENV)
     bert = os.path.join(models, "bert_layer.onnx")
     if not os.path.exists(bert):
         bert_layer(bert)
@@ -279,8 +298,8 @@ def write_readme(rows, libs, load0, load1, a):
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     out = [BEGIN, "", f"Measured {date} at commit {commit}: {os.cpu_count()} vCPU {cpu} ({isa}), onnxruntime "
            f"{ort.__version__} (PyPI), {a.rounds} interleaved rounds, medians; load average {' '.join(load0)} before, "
-           f"{' '.join(load1)} after (the machine is shared: CPU time is given beside wall time). Ratio = ORT / Lite "
-           "(target >= 1.0 for latency rows).", "",
+           f"{' '.join(load1)} after (the machine is shared: CPU time is given beside wall time); idle workers "
+           f"{'spin' if a.spin else 'sleep'} in both engines. Ratio = ORT / Lite (target >= 1.0 for latency rows).", "",
            "| row | Lite wall ms | Lite CPU ms | ORT wall ms | ORT CPU ms | ratio wall | ratio CPU | target met |",
            "|---|---|---|---|---|---|---|---|"]
     missed = []
