@@ -304,14 +304,17 @@ def write_readme(rows, libs, load0, load1, a):
            "|---|---|---|---|---|---|---|---|"]
     missed = []
     for name, lw, lc, ow, oc in rows:
-        target = "-" if name.startswith("start-up") else ("yes" if ow / lw >= 1.0 else "**no**")
-        if target == "**no**":
-            missed.append(f"{name} ({ow / lw:.2f}x)")
+        # Met on wall time; "CPU only" when the wall ratio missed but the CPU-time ratio did not
+        # (on this loaded machine the wall clock of one round can be mostly waiting for a core).
+        target = "-" if name.startswith("start-up") else (
+            "yes" if ow / lw >= 1.0 else "CPU only" if oc / lc >= 1.0 else "**no**")
+        if target in ("**no**", "CPU only"):
+            missed.append(f"{name} ({ow / lw:.2f}x wall, {oc / lc:.2f}x CPU)")
         out.append(f"| {name} | {lw:.2f} | {lc:.2f} | {ow:.2f} | {oc:.2f} | {ow / lw:.2f} | {oc / lc:.2f} | {target} |")
     out.append("")
     for name, (full, stripped) in libs.items():
         out.append(f"- `{name}`: {full / 1e6:.2f} MB, {stripped / 1e6:.2f} MB stripped (`strip --strip-unneeded`)")
-    out += ["", "Rows missing the 1.0x target: " + ("; ".join(missed) if missed else "none") + ".", "", END]
+    out += ["", "Rows missing the 1.0x target on wall time: " + ("; ".join(missed) if missed else "none") + ".", "", END]
     path = os.path.join(ROOT, "bench/README.md")
     text = open(path).read()
     block = "\n".join(out)

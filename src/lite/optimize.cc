@@ -121,7 +121,10 @@ int fold_constants(ir::Graph& g) {
         for (int o = 0; o < r.size(); ++o) {
           ir::Value& v = g.values[n.outputs[(size_t)o]];
           v.kind = ir::ValueKind::kConstant;
-          v.data = r[o].contiguous();
+          // As the op made it: a folded view keeps its strides, so the kernel reading it sees the
+          // layout it would have seen unfolded (a contiguous copy of a transposed weight would
+          // send matmul down another summation order: a last-bit change).
+          v.data = r[o];
         }
         ++folded;
         continue;
