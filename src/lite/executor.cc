@@ -39,7 +39,8 @@ Executor::Executor(ir::Graph graph, Device device, std::string label)
     if (v.data.defined()) weights_[i] = device == Device::cpu() ? v.data : v.data.to(device);
   }
   const char* p = std::getenv("SPORE_LITE_PROFILE");
-  profile_ = p && std::strcmp(p, "1") == 0;
+  profile_level_ = p ? std::atoi(p) : 0;
+  profile_ = profile_level_ > 0;
 }
 
 Executor::~Executor() {
@@ -56,11 +57,17 @@ Executor::~Executor() {
   std::vector<std::pair<double, std::string>> rows;
   for (const auto& [name, v] : by_op) rows.emplace_back(v.first, name);
   std::sort(rows.rbegin(), rows.rend());
-  std::fprintf(stderr, "lite profile: %s, %lld predictions, %.3f ms of CPU time per prediction in %zu steps (%s)\n", label_.c_str(),
+  std::fprintf(stderr, "lite profile: %s, %lld predictions after the first, %.3f ms of CPU time each in %zu steps (%s)\n", label_.c_str(),
                (long long)profile_runs_, total / 1e3 / (double)profile_runs_, steps_.size(), stats_.str().c_str());
   for (const auto& [us, name] : rows)
     std::fprintf(stderr, "  %-22s %9.3f ms %5.1f %%  %d nodes\n", name.c_str(), us / 1e3 / (double)profile_runs_,
                  100.0 * us / std::max(total, 1e-9), by_op[name].second);
+  if (profile_level_ < 2) return;
+  for (size_t s = 0; s < steps_.size() && s < profile_us_.size(); ++s) {  // SPORE_LITE_PROFILE=2: every step
+    const DispatchPlan& p = steps_[s].op->plan();
+    std::fprintf(stderr, "  step %4zu %-22s -> %-22s %9.3f ms\n", s, p.def->name,
+                 p.inference.outputs[0].shape.str().c_str(), profile_us_[s] / 1e3 / (double)profile_runs_);
+  }
 }
 
 void Executor::plan(const std::vector<Shape>& input_shapes) {
@@ -183,12 +190,18 @@ void Executor::plan(const std::vector<Shape>& input_shapes) {
   }
   for (Storage* s : storages) s->release();
   profile_us_.assign(steps_.size(), 0.0);
+  profile_runs_ = 0;
+  profile_first_run_done_ = false;
   planned_shapes_ = input_shapes;
   planned_ = true;
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
   std::lock_guard<std::mutex> lock(run_mu_);
+  // The profile leaves out a plan's first run, which also creates oneDNN's primitives (their JIT
+  // compilation would be spread over the ops that happen to create one).
+  const bool profile = profile_ && profile_first_run_done_;
+  profile_first_run_done_ = true;
   std::vector<Tensor> values = weights_;
   for (size_t i = 0; i < graph_.inputs.size(); ++i) values[graph_.inputs[i]] = inputs[i];
   // An observer (a tracer, a tape) keeps what it sees, which planned buffers would overwrite.
@@ -198,13 +211,13 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
     const Step& step = steps_[s];
     ins.clear();
     for (uint32_t id : step.inputs) ins.push_back(values[id]);
-    const double t0 = profile_ ? process_cpu_us() : 0;
+    const double t0 = profile ? process_cpu_us() : 0;
     TensorList outs = step.op->run_into(ins, use_plan ? std::span<const Tensor>(step.preset) : std::span<const Tensor>());
-    if (profile_) profile_us_[s] += process_cpu_us() - t0;
+    if (profile) profile_us_[s] += process_cpu_us() - t0;
     for (size_t o = 0; o < step.outputs.size(); ++o) values[step.outputs[o]] = std::move(outs[(int)o]);
     for (uint32_t id : step.release) values[id] = Tensor();
   }
-  if (profile_) ++profile_runs_;
+  if (profile) ++profile_runs_;
   std::vector<Tensor> out;
   for (uint32_t id : graph_.outputs) out.push_back(values[id]);
   return out;

@@ -49,10 +49,12 @@ class Executor {
   bool planned_ = false;
   int64_t planned_bytes_ = 0;
   mutable std::mutex run_mu_;
-  // SPORE_LITE_PROFILE=1: time per op, printed when the executor goes away.
+  // SPORE_LITE_PROFILE=1: time per op, printed when the executor goes away; 2: per step too.
   bool profile_ = false;
+  int profile_level_ = 0;
   mutable std::vector<double> profile_us_;
   mutable int64_t profile_runs_ = 0;
+  mutable bool profile_first_run_done_ = false;
 };
 
 }  // namespace spore::lite
