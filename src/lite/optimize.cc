@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/fused_program.h"
+#include "spore/dispatch_plan.h"
 #include "spore/error.h"
 #include "spore/op_registry.h"
 
@@ -64,7 +65,7 @@ int expand_fused(ir::Graph& g) {
     std::vector<DType> dts;
     for (uint32_t id : n.inputs) dts.push_back(g.values[id].dtype);
     ops::type_fused_program(p, dts);
-    bool plain = true;
+    bool plain = !p.instrs.empty();
     for (const ops::FusedInstr& in : p.instrs) plain = plain && in.op != OpId::k_cast;
     if (!plain) {
       out.push_back(std::move(n));
@@ -111,13 +112,18 @@ int fold_constants(ir::Graph& g) {
       for (uint32_t id : n.inputs) ins.push_back(g.values[id].data);
       TensorList r;
       try {
-        r = dispatch(n.def->id, ins, n.attrs);
+        // Planned first: the result's size is known before anything is allocated (a hostile
+        // file's expand of a constant to terabytes is left to the plan, which reports it).
+        const PlannedOp planned(n.def->id, ins, n.attrs);
+        int64_t bytes = 0;
+        for (int o = 0; o < planned.plan().num_outputs(); ++o)
+          bytes += planned.plan().inference.outputs[o].shape.numel() * (int64_t)dtype_size(planned.plan().inference.outputs[o].dtype);
+        if (bytes <= (int64_t{64} << 20)) r = planned.run(ins);
+        else all_const = false;
       } catch (const Error&) {
         all_const = false;  // left in place: the plan reports the error as it would have
       }
-      int64_t bytes = 0;
-      for (int o = 0; all_const && o < r.size(); ++o) bytes += r[o].nbytes();
-      if (all_const && bytes <= (int64_t{64} << 20) && r.size() == (int)n.outputs.size()) {
+      if (all_const && r.size() == (int)n.outputs.size()) {
         for (int o = 0; o < r.size(); ++o) {
           ir::Value& v = g.values[n.outputs[(size_t)o]];
           v.kind = ir::ValueKind::kConstant;
