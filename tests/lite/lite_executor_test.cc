@@ -7,7 +7,9 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "../io/io_test_util.h"
 #include "backends/cpu/cpu_features.h"
@@ -52,11 +54,15 @@ void at_every_level(F&& check) {
   cpu::set_simd_level(saved);
 }
 
-// A Lite model built with SPORE_LITE_FUSION as given (the variable is read at build).
+// A Lite model built with SPORE_LITE_FUSION as given (the variable is read at build; the
+// caller's own setting is restored after).
 lite::Model build(const std::filesystem::path& path, bool fusion) {
-  if (!fusion) setenv("SPORE_LITE_FUSION", "0", 1);
+  const char* before = std::getenv("SPORE_LITE_FUSION");
+  const std::string saved = before ? before : "";
+  setenv("SPORE_LITE_FUSION", fusion ? "1" : "0", 1);
   lite::Model m = lite::Model::build_from_file(path);
-  unsetenv("SPORE_LITE_FUSION");
+  if (before) setenv("SPORE_LITE_FUSION", saved.c_str(), 1);
+  else unsetenv("SPORE_LITE_FUSION");
   return m;
 }
 
@@ -83,6 +89,7 @@ TEST(LiteExecutor, MobileNetBlocksFusedUnfusedAndEagerAgree) {
   const Tensor x = random_uniform({2, 3, 23, 19}, 5, -1, 1);
   export_model(*net, {x}, dir / "blocks.spore");
   export_onnx(*net, {x}, dir / "blocks.onnx");
+  unsetenv("SPORE_LITE_FUSION");  // the default: the rewriting runs
   {  // what the rewriting did: every convolution fused, with its BatchNorm and ReLU6
     lite::Executor ex(ir::read_model(dir / "blocks.spore").graph, Device::cpu(), "blocks");
     EXPECT_EQ(ex.optimize_stats().fused_convs, 8) << ex.optimize_stats().str();
@@ -168,6 +175,7 @@ TEST(LiteExecutor, BertLayerFusedUnfusedAndEagerAgree) {
   bert_weights();
   export_model(bert_layer, {x}, dir / "bert.spore");
   export_onnx(bert_layer, {x}, dir / "bert.onnx");
+  unsetenv("SPORE_LITE_FUSION");
   {  // ONNX has no Gelu before op set 20: the exporter writes the erf formula, Lite makes it gelu again
     lite::Executor ex(onnx::read_onnx(dir / "bert.onnx").graph, Device::cpu(), "bert");
     EXPECT_EQ(ex.optimize_stats().gelus, 1) << ex.optimize_stats().str();
