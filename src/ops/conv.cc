@@ -175,6 +175,25 @@ void infer_conv2d_grad_weight(const InferArgs& a, Inference& out) {
   out.compute = t;
 }
 
+// fused_conv2d(x, weight, bias): conv2d's checks, then bias [out_channels] and the clamp bounds
+// (NOTE [Lite executor]: Lite substitutes it at load for a convolution, its folded BatchNorm and
+// its ReLU / ReLU6 / Clip).
+void infer_fused_conv2d(const InferArgs& a, Inference& out) {
+  infer_conv2d(a, out);
+  const Tensor& b = a.inputs[2];
+  const int64_t o = a.inputs[1].shape()[0];
+  if (b.ndim() != 1 || b.shape()[0] != o)
+    op_error(a.def, ErrorCode::kShape,
+             "bias " + describe(b) + " must be 1-D with the weight's " + std::to_string(o) + " output channels");
+  if (!is_floating(b.dtype())) op_error(a.def, ErrorCode::kDType, "needs a floating bias, got " + describe(b));
+  out.compute = out.outputs[0].dtype = promote_types(out.compute, b.dtype());
+  const double lo = a.attrs.f(4), hi = a.attrs.f(5);
+  if (!(lo <= hi))
+    op_error(a.def, ErrorCode::kValue,
+             "clamp bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                 "] are empty or NaN; use -inf and inf for no clamp");
+}
+
 Conv2dOptions conv_options(const Attrs& a, int first) {
   Conv2dOptions o;
   o.stride = a.ints(first);
@@ -298,6 +317,14 @@ void define_conv_ops(OpTable& table) {
   conv.promote_mask = 0b11;
   conv.infer = &infer_conv2d;
   conv.backward = &conv2d_backward;
+
+  // Inference only: Lite substitutes it at load (NOTE [Lite executor]); its gradient would be
+  // the clamp's mask times conv2d's, which no training path needs yet.
+  OpDef& fc = define(table, OpId::k_fused_conv2d, 3,
+                     {stride, padding, dilation, groups, {"clamp_min", AttrKind::kFloat}, {"clamp_max", AttrKind::kFloat}});
+  fc.promote_mask = 0b111;
+  fc.infer = &infer_fused_conv2d;
+  fc.differentiable = false;
 
   OpDef& gi = define(table, OpId::k_conv2d_grad_input, 2,
                      {{"input_shape", AttrKind::kInts}, stride, padding, dilation, groups});

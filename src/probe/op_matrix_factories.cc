@@ -325,6 +325,16 @@ FactoryTable build() {
     return with_inputs(t, {{Shape{1, 2, 4, 4}, K::kGeneral}, {Shape{3, 2, 3, 3}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) { return conv2d(x[0], x[1], same_padding()); });
   };
+  // Depthwise 3x3 (the fast path of Lite's fused convolution) with a bias and a clamp that cuts.
+  f[OpId::k_fused_conv2d] = [](DType t) -> std::optional<OpCase> {
+    if (!is_floating(t)) return std::nullopt;
+    return with_inputs(t, {{Shape{1, 2, 4, 5}, K::kGeneral}, {Shape{2, 1, 3, 3}, K::kGeneral}, {Shape{2}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) {
+                         const std::vector<int64_t> one{1, 1};
+                         return dispatch1(OpId::k_fused_conv2d, std::span<const Tensor>(x),
+                                          Attrs::of(one, one, one, int64_t{2}, -0.5, 0.5));
+                       });
+  };
   f[OpId::k_conv2d_grad_input] = [](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{1, 3, 4, 4}, K::kGeneral}, {Shape{3, 2, 3, 3}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) {

@@ -39,6 +39,7 @@ void register_cpu_kernels() {
   register_norm_kernels();
   register_creation_kernels();
   register_conv_kernels();
+  register_fused_conv_kernels();
   register_optim_kernels();
   register_fused_kernels();
   register_llm_kernels();

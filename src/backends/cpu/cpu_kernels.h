@@ -15,6 +15,7 @@ void register_scatter_kernels();  // slice_scatter (scatter_add lives with the i
 void register_norm_kernels();
 void register_creation_kernels();
 void register_conv_kernels();
+void register_fused_conv_kernels();  // fused_conv2d (NOTE [Lite executor])
 void register_fused_kernels();  // fused_elementwise (NOTE [Elementwise fusion])
 void register_optim_kernels();
 void register_llm_kernels();  // rms_norm, rope, attention, kv_cache_write, matmul_q

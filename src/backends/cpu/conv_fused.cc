@@ -1,0 +1,172 @@
+// CPU kernel of fused_conv2d (x, weight, bias; clamp_min, clamp_max): the convolution Lite
+// substitutes at load for conv2d, its folded BatchNorm and its activation (NOTE [Lite executor]).
+// One pass over the output instead of three or four:
+// * depthwise 3x3, padding 1, stride 1 or 2 (MobileNetV2's every second layer), and dense 3x3
+//   over at most 4 input channels (its stem): the plane kernel of the current SIMD level
+//   (dwconv.h), bias and clamp applied in registers;
+// * everything else: conv2d's own path (oneDNN for float32, the direct loops when it refuses and
+//   for float64; the half types in float32, rounded once), then bias and clamp in one sweep per
+//   output plane while it is in cache.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "conv_internal.h"
+#include "cpu_features.h"
+#include "cpu_kernels.h"
+#include "dwconv.h"
+#include "spore/half.h"
+#include "thread_pool.h"
+
+namespace spore::cpu {
+
+DwConv3x3Fn dwconv3x3() {
+  static const DwConv3x3Fn fns[3] = {
+      dwconv3x3_generic(),
+      best_simd_level() >= SimdLevel::kAvx2 ? dwconv3x3_avx2() : nullptr,
+      best_simd_level() >= SimdLevel::kAvx512 ? dwconv3x3_avx512() : nullptr,
+  };
+  return fns[(int)simd_level()];
+}
+
+namespace {
+
+// Elements of a tensor of any layout, in row-major order, as C (no op is dispatched from inside
+// a kernel, so strided inputs are gathered here).
+template <class S, class C>
+std::vector<C> gathered(const Tensor& t) {
+  std::vector<C> out((size_t)t.numel());
+  const S* p = static_cast<const S*>(t.data_ptr());
+  const Shape &s = t.shape(), &st = t.strides();
+  const int nd = t.ndim();
+  std::vector<int64_t> idx((size_t)nd, 0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t off = 0;
+    for (int d = 0; d < nd; ++d) off += idx[(size_t)d] * st[d];
+    out[(size_t)i] = (C)(float)p[off];
+    if constexpr (std::is_same_v<S, double>) out[(size_t)i] = (C)p[off];
+    for (int d = nd - 1; d >= 0 && ++idx[(size_t)d] == s[d]; --d) idx[(size_t)d] = 0;
+  }
+  return out;
+}
+
+// A contiguous float / double view of t: its own data when it already is one.
+template <class S, class C>
+const C* as_contiguous(const Tensor& t, std::vector<C>& store) {
+  if constexpr (std::is_same_v<S, C>)
+    if (t.is_contiguous()) return static_cast<const C*>(t.data_ptr());
+  store = gathered<S, C>(t);
+  return store.data();
+}
+
+// 3x3, padding 1, stride 1 or 2: the plane kernel's geometry.
+bool plane3x3(const ops::ConvGeometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.ph == 1 && g.pw == 1 && g.dh == 1 && g.dw == 1 && g.sh == g.sw &&
+         (g.sh == 1 || g.sh == 2);
+}
+bool depthwise3x3(const ops::ConvGeometry& g) { return plane3x3(g) && g.groups == g.c && g.o == g.c; }
+// A dense 3x3 over a few input channels (an image's RGB: MobileNetV2's stem), which oneDNN's
+// gemm-based convolution ran at under 1 GFLOP/s here (im2col of 3 channels, DNNL_VERBOSE).
+constexpr int64_t kFewChannels = 4;
+bool few_channels3x3(const ops::ConvGeometry& g) { return plane3x3(g) && g.groups == 1 && g.c <= kFewChannels; }
+
+template <class C>
+void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y) {
+  const int64_t plane = g.ho * g.wo;
+  parallel_for(g.n * g.o, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, plane)), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      C* p = y + t * plane;
+      const C bv = bias[t % g.o];
+      for (int64_t i = 0; i < plane; ++i) p[i] = std::min(std::max(p[i] + bv, lo), hi);
+    }
+  });
+}
+
+void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const float* bias, float lo, float hi,
+             float* y) {
+  if (depthwise3x3(g)) {
+    const DwConv3x3Fn fn = dwconv3x3();
+    const int64_t plane_in = g.h * g.w, plane_out = g.ho * g.wo;
+    parallel_for(g.n * g.c, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_out * 9)), [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> zero;
+      if ((int64_t)zero.size() < g.w + 2) zero.assign((size_t)g.w + 2, 0.0f);
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t c = t % g.c;
+        fn(x + t * plane_in, w + c * 9, bias[c], lo, hi, y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh, false,
+           zero.data());
+      }
+    });
+    return;
+  }
+  if (few_channels3x3(g)) {  // per (n, o) plane: the input channels' planes summed in place, clamped at the last
+    const DwConv3x3Fn fn = dwconv3x3();
+    const int64_t plane_in = g.h * g.w, plane_out = g.ho * g.wo;
+    parallel_for(g.n * g.o, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_out * 9 * g.c)), [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> zero;
+      if ((int64_t)zero.size() < g.w + 2) zero.assign((size_t)g.w + 2, 0.0f);
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t n = t / g.o, o = t % g.o;
+        for (int64_t c = 0; c < g.c; ++c) {
+          const bool last = c + 1 == g.c;
+          fn(x + (n * g.c + c) * plane_in, w + (o * g.c + c) * 9, bias[o], last ? lo : -INFINITY, last ? hi : INFINITY,
+             y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh, c > 0, zero.data());
+        }
+      }
+    });
+    return;
+  }
+  // oneDNN without its bias and post-ops: with either, the gemm-based implementation it picks
+  // for plain layouts ran 1.3-9x slower per convolution than without (DNNL_VERBOSE, MobileNetV2
+  // at 224x224), while the sweep below costs one pass over an output that is still in cache.
+  const bool depthwise = g.groups > 1 && g.cg() == 1;  // oneDNN is slow there (conv_kernels.cc)
+  if (depthwise || !conv_dnnl(ConvPass::kForward, g, false, x, w, y)) conv_direct<float>(ConvPass::kForward, g, x, w, y);
+  bias_clamp<float>(g, bias, lo, hi, y);
+}
+
+template <class T>
+void fused_conv_kernel(const KernelCall& c) {
+  const ops::ConvGeometry g = ops::conv_geometry(c.inputs[0].shape(), c.inputs[1].shape(), c.attrs, 0);
+  const Tensor& out = c.outputs[0];
+  if (out.numel() == 0) return;
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;  // the compute type
+  const C lo = (C)c.attrs.f(4), hi = (C)c.attrs.f(5);
+  std::vector<C> sx, sw, sb;
+  const C* b = as_contiguous<T, C>(c.inputs[2], sb);
+  if (c.inputs[0].numel() == 0 || c.inputs[1].numel() == 0) {  // empty sums: the bias alone
+    std::vector<C> zeros((size_t)out.numel(), C(0));
+    bias_clamp<C>(g, b, lo, hi, zeros.data());
+    T* po = static_cast<T*>(out.data_ptr());
+    for (int64_t i = 0; i < out.numel(); ++i) po[i] = T(zeros[(size_t)i]);
+    return;
+  }
+  const C* x = as_contiguous<T, C>(c.inputs[0], sx);
+  const C* w = as_contiguous<T, C>(c.inputs[1], sw);
+  if constexpr (std::is_same_v<T, C>) {
+    T* y = static_cast<T*>(out.data_ptr());
+    if constexpr (std::is_same_v<T, float>) {
+      run_f32(g, x, w, b, lo, hi, y);
+    } else {
+      conv_direct<double>(ConvPass::kForward, g, x, w, y);
+      bias_clamp<double>(g, b, lo, hi, y);
+    }
+  } else {  // float16 / bfloat16: computed in float32, rounded once
+    std::vector<float> y((size_t)out.numel());
+    run_f32(g, x, w, b, lo, hi, y.data());
+    T* po = static_cast<T*>(out.data_ptr());
+    parallel_for(out.numel(), 1 << 16, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) po[i] = T(y[(size_t)i]);
+    });
+  }
+}
+
+}  // namespace
+
+void register_fused_conv_kernels() {
+  register_kernel(OpId::k_fused_conv2d, kCpuBackend, DType::kFloat16, &fused_conv_kernel<Half>);
+  register_kernel(OpId::k_fused_conv2d, kCpuBackend, DType::kBFloat16, &fused_conv_kernel<BFloat16>);
+  register_kernel(OpId::k_fused_conv2d, kCpuBackend, DType::kFloat32, &fused_conv_kernel<float>);
+  register_kernel(OpId::k_fused_conv2d, kCpuBackend, DType::kFloat64, &fused_conv_kernel<double>);
+}
+
+}  // namespace spore::cpu

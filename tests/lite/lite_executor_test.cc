@@ -1,0 +1,209 @@
+// Lite's executor (NOTE [Lite executor]): the load-time rewriting (folded constants, BatchNorm
+// and ReLU6 / ReLU / Clip merged into fused_conv2d) and the memory-planned step list give what
+// the framework computes eagerly, at every SIMD level this CPU has, on MobileNetV2 blocks and a
+// BERT-style encoder layer, from Spore IR and from ONNX; SPORE_LITE_FUSION=0 runs the file as
+// written, which must equal eager mode bit for bit.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "../io/io_test_util.h"
+#include "backends/cpu/cpu_features.h"
+#include "lite/executor.h"
+#include "lite/onnx_smoke_models.h"
+#include "spore/export.h"
+#include "spore/lite.h"
+#include "spore/onnx.h"
+#include "spore/nn/activation.h"
+#include "spore/nn/normalization.h"
+#include "spore/ops.h"
+
+namespace spore::test {
+namespace {
+
+using cpu::SimdLevel;
+
+double max_abs(const Tensor& a, const Tensor& b) {
+  const auto x = a.to(DType::kFloat64).contiguous().to_vector<double>(), y = b.to(DType::kFloat64).contiguous().to_vector<double>();
+  EXPECT_EQ(x.size(), y.size());
+  double m = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::isnan(x[i] - y[i]) ? INFINITY : std::abs(x[i] - y[i]));
+  return m;
+}
+
+double max_magnitude(const Tensor& a) {
+  double m = 0;
+  for (double v : a.to(DType::kFloat64).contiguous().to_vector<double>()) m = std::max(m, std::abs(v));
+  return m;
+}
+
+// Runs `check` at each SIMD level up to the best this CPU has, restoring the level after.
+template <class F>
+void at_every_level(F&& check) {
+  const SimdLevel saved = cpu::simd_level();
+  for (SimdLevel level : {SimdLevel::kGeneric, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    if (level > cpu::best_simd_level()) continue;
+    cpu::set_simd_level(level);
+    SCOPED_TRACE(cpu::simd_level_name(level));
+    check();
+  }
+  cpu::set_simd_level(saved);
+}
+
+// A Lite model built with SPORE_LITE_FUSION as given (the variable is read at build; the
+// caller's own setting is restored after).
+lite::Model build(const std::filesystem::path& path, bool fusion) {
+  const char* before = std::getenv("SPORE_LITE_FUSION");
+  const std::string saved = before ? before : "";
+  setenv("SPORE_LITE_FUSION", fusion ? "1" : "0", 1);
+  lite::Model m = lite::Model::build_from_file(path);
+  if (before) setenv("SPORE_LITE_FUSION", saved.c_str(), 1);
+  else unsetenv("SPORE_LITE_FUSION");
+  return m;
+}
+
+// The MobileNetV2 pieces of tests/lite/onnx_smoke_models.h: a strided 3x3 stem, an inverted
+// residual that changes width (expand 1x1, depthwise 3x3 stride 2, project), one with the
+// residual add (stride 1), and a 1x1 ConvBN + ReLU6; odd extents so the depthwise kernel's edge
+// columns and rows are exercised.
+std::shared_ptr<nn::SequentialCell> mobilenet_blocks() {
+  using namespace onnx_models;
+  auto net = std::make_shared<nn::SequentialCell>(std::vector<nn::CellPtr>{
+      std::make_shared<ConvBN>(3, 16, 3, 2, 1, true, 11), std::make_shared<InvertedResidual>(16, 24, 2, 6, 12),
+      std::make_shared<InvertedResidual>(24, 24, 1, 6, 13), std::make_shared<ConvBN>(24, 40, 1, 1, 1, true, 14)});
+  net->set_train(false);
+  return net;
+}
+
+// Float32 tolerance of the fused graph: folding a BatchNorm into the weights rounds
+// scale * weight once more to float32, a few ulps per layer; 1e-5 of the output's magnitude.
+constexpr double kFusedRelTol = 1e-5;
+
+TEST(LiteExecutor, MobileNetBlocksFusedUnfusedAndEagerAgree) {
+  TempDir dir;
+  auto net = mobilenet_blocks();
+  const Tensor x = random_uniform({2, 3, 23, 19}, 5, -1, 1);
+  export_model(*net, {x}, dir / "blocks.spore");
+  export_onnx(*net, {x}, dir / "blocks.onnx");
+  unsetenv("SPORE_LITE_FUSION");  // the default: the rewriting runs
+  {  // what the rewriting did: every convolution fused, with its BatchNorm and ReLU6
+    lite::Executor ex(ir::read_model(dir / "blocks.spore").graph, Device::cpu(), "blocks");
+    EXPECT_EQ(ex.optimize_stats().fused_convs, 8) << ex.optimize_stats().str();
+    for (const ir::Node& n : ex.graph().nodes) EXPECT_NE(n.def->id, OpId::k_conv2d);
+  }
+  at_every_level([&] {
+    const Tensor want = (*net)(x);
+    for (const char* file : {"blocks.spore", "blocks.onnx"}) {
+      SCOPED_TRACE(file);
+      lite::Model fused = build(dir / file, true), plain = build(dir / file, false);
+      for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the planned buffers
+        const Tensor f = fused.predict({x})[0], p = plain.predict({x})[0];
+        EXPECT_EQ(p.to_vector<float>(), want.to_vector<float>()) << "unfused Lite against eager, run " << rep;
+        EXPECT_LE(max_abs(f, want), kFusedRelTol * max_magnitude(want)) << "fused Lite against eager, run " << rep;
+      }
+    }
+  });
+}
+
+// conv2d + bias + clamp in float64, the reference of fused_conv2d.
+Tensor clamp_ref(const Tensor& x, const Tensor& k, const Tensor& b, const Conv2dOptions& o) {
+  const Tensor y = add(conv2d(x.to(DType::kFloat64), k.to(DType::kFloat64), o), reshape(b.to(DType::kFloat64), {1, -1, 1, 1}));
+  return minimum(maximum(y, Tensor::scalar(-0.6)), Tensor::scalar(0.7));
+}
+
+TEST(LiteExecutor, TheDepthwiseKernelMatchesFloat64AtEveryLevel) {
+  // fused_conv2d's depthwise 3x3 path against float64 conv2d + bias + clamp, strides 1 and 2,
+  // widths around the vector lengths (edge columns, tails).
+  for (int64_t stride : {1, 2})
+    for (int64_t w : {1, 2, 7, 16, 17, 33}) {
+      const Tensor x = random_uniform({2, 3, 5, w}, 7 + w, -1, 1), k = random_uniform({3, 1, 3, 3}, 8, -1, 1),
+                   b = random_uniform({3}, 9, -0.5, 0.5);
+      Conv2dOptions o;
+      o.stride = {stride, stride};
+      o.padding = {1, 1};
+      o.groups = 3;
+      const Tensor ref = clamp_ref(x, k, b, o);
+      at_every_level([&] {
+        const Tensor got = dispatch1(OpId::k_fused_conv2d, {x, k, b},
+                                     Attrs::of(o.stride, o.padding, std::vector<int64_t>{1, 1}, int64_t{3}, -0.6, 0.7));
+        EXPECT_LE(max_abs(got, ref), 1e-6) << "stride " << stride << ", width " << w;
+      });
+    }
+}
+
+// A BERT-style encoder layer (post-LayerNorm, GELU), small: sequence 8, hidden 32, 4 heads, FFN 64.
+// Its weights are made once, outside any trace, so the export captures them as parameters.
+const int64_t kSeq = 8, kHidden = 32, kHeads = 4, kFfn = 64;
+const std::vector<Tensor>& bert_weights() {
+  static const std::vector<Tensor> w = [] {
+    std::vector<Tensor> v;
+    const int64_t shapes[6][2] = {{kHidden, kHidden}, {kHidden, kHidden}, {kHidden, kHidden},
+                                  {kHidden, kHidden}, {kHidden, kFfn},    {kFfn, kHidden}};
+    for (uint64_t i = 0; i < 6; ++i) {
+      v.push_back(random_normal({shapes[i][0], shapes[i][1]}, i + 1, 0, 0.2));
+      v.push_back(random_normal({shapes[i][1]}, i + 101, 0, 0.1));
+    }
+    return v;
+  }();
+  return w;
+}
+
+std::vector<Tensor> bert_layer(const std::vector<Tensor>& in) {
+  const int64_t s = kSeq, h = kHidden, heads = kHeads, d = h / heads;
+  const std::vector<Tensor>& w = bert_weights();
+  auto dense = [&](const Tensor& x, int i) { return add(matmul(x, w[(size_t)(2 * i)]), w[(size_t)(2 * i + 1)]); };
+  auto heads_of = [&](const Tensor& t) { return permute(reshape(t, {1, s, heads, d}), {0, 2, 1, 3}); };
+  auto layer_norm = [&](const Tensor& t) {
+    const Tensor mu = mean(t, {-1}, true);
+    return mul(sub(t, mu), rsqrt(add(var(t, {-1}, 0, true), 1e-12)));
+  };
+  const Tensor& x = in[0];
+  const Tensor q = heads_of(dense(x, 0)), k = heads_of(dense(x, 1)), v = heads_of(dense(x, 2));
+  const Tensor p = softmax(mul(matmul(q, permute(k, {0, 1, 3, 2})), 1.0 / std::sqrt((double)d)), -1);
+  const Tensor c = reshape(permute(matmul(p, v), {0, 2, 1, 3}), {1, s, h});
+  const Tensor h1 = layer_norm(add(dense(c, 3), x));
+  return {layer_norm(add(dense(gelu(dense(h1, 4)), 5), h1))};
+}
+
+TEST(LiteExecutor, BertLayerFusedUnfusedAndEagerAgree) {
+  TempDir dir;
+  const Tensor x = random_normal({1, kSeq, kHidden}, 21);
+  bert_weights();
+  export_model(bert_layer, {x}, dir / "bert.spore");
+  export_onnx(bert_layer, {x}, dir / "bert.onnx");
+  unsetenv("SPORE_LITE_FUSION");
+  {  // ONNX has no Gelu before op set 20: the exporter writes the erf formula, Lite makes it gelu again
+    lite::Executor ex(onnx::read_onnx(dir / "bert.onnx").graph, Device::cpu(), "bert");
+    EXPECT_EQ(ex.optimize_stats().gelus, 1) << ex.optimize_stats().str();
+  }
+  at_every_level([&] {
+    const Tensor want = bert_layer({x})[0];
+    for (const char* file : {"bert.spore", "bert.onnx"}) {
+      SCOPED_TRACE(file);
+      lite::Model fused = build(dir / file, true), plain = build(dir / file, false);
+      EXPECT_LE(max_abs(plain.predict({x})[0], want), 1e-5);
+      EXPECT_LE(max_abs(fused.predict({x})[0], want), 1e-5);
+    }
+  });
+}
+
+TEST(LiteExecutor, Float16BlocksStayWithin1e2) {
+  // The blocks computed in float16 (to_float: parameters cast where used): convolutions in
+  // float16 are not fused (the folding is float32's), the casts of the weights fold at load.
+  TempDir dir;
+  auto net = mobilenet_blocks();
+  const Tensor x = random_uniform({1, 3, 23, 19}, 6, -1, 1);
+  const Tensor want = (*net)(x);
+  net->to_float(DType::kFloat16);
+  export_model(*net, {x}, dir / "blocks16.spore");
+  lite::Model m = build(dir / "blocks16.spore", true);
+  const Tensor got = m.predict({x})[0];
+  EXPECT_LE(max_abs(got, want), 1e-2 * std::max(1.0, max_magnitude(want)));
+}
+
+}  // namespace
+}  // namespace spore::test
