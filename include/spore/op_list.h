@@ -39,7 +39,9 @@
   /* LLM blocks (NOTE [LLM blocks]); kv_cache_write writes its cache input in place */          \
   X(rms_norm) X(rope) X(attention) X(kv_cache_write)                                            \
   /* products with GGUF-quantized weights (NOTE [Quantized kernels]) */                         \
-  X(matmul_q)
+  X(matmul_q)                                                                                    \
+  /* control flow with subgraphs, run by the graph executor (NOTE [Control flow]) */            \
+  X(while_loop)
 // clang-format on
 
 namespace spore {
@@ -59,8 +61,9 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // Version 2 added slice_scatter and scatter_add (the gradients of slice and gather); version 3
 // added assign (Tensor::copy_ as an op that declares it writes its first input). Version 4 added
 // fused_elementwise (the elementwise fusion pass's node) and the LLM blocks rms_norm, rope,
-// attention, kv_cache_write and matmul_q.
-inline constexpr int kOpSetVersion = 4;
-static_assert(kNumOps == 77, "the op list changed: bump kOpSetVersion and update this count");
+// attention, kv_cache_write and matmul_q. Version 5 added while_loop (a node with condition and
+// body subgraphs).
+inline constexpr int kOpSetVersion = 5;
+static_assert(kNumOps == 78, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore
