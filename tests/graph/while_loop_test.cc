@@ -13,7 +13,10 @@
 #include "spore/ir.h"
 #include "spore/jit.h"
 #include "spore/lite.h"
+#include "spore/nn/dense.h"
+#include "spore/nn/losses.h"
 #include "spore/ops.h"
+#include "spore/optim.h"
 #include "test_util.h"
 
 namespace spore {
@@ -141,6 +144,37 @@ TEST(WhileLoop, ALoopInTheForwardOfAJittedTrainStepTrainsLikeEager) {
     w_graph = g[1];
   }
   EXPECT_EQ(step.stats().misses, 1);
+}
+
+// The same with a Dense layer and Adam, whose update nodes take their step count from host
+// state at every run (NOTE [Host state in traces]): the executor finds them past the loop node.
+TEST(WhileLoop, AnAdamTrainStepWithALoopTrainsLikeEager) {
+  auto run = [](bool compiled) {
+    nn::Dense layer(4, 1, true, nullptr, 7);
+    optim::Adam opt(layer.trainable_params(), 0.05);
+    auto loss = [&](const States& in) {
+      BranchFn big = [x = in[0]](const States& s) { return States{gt(mul(max(abs(x)), s[0]), ones({}))}; };
+      BranchFn halve = [](const States& s) { return States{mul(s[0], 0.5)}; };
+      const Tensor scale = while_loop(big, halve, {ones({})})[0];
+      return nn::mse_loss(layer(mul(in[0], scale)), in[1]);
+    };
+    auto grad_fn = value_and_grad(loss, GradPosition::none(), layer.trainable_params());
+    auto step = [&](const States& in) {
+      ValueAndGrad vg = grad_fn(in);
+      opt(vg.weight_grads);
+      return vg.value;
+    };
+    JitFunction f = jit(TensorFn(step));
+    std::vector<std::vector<uint8_t>> out;
+    for (int s = 0; s < 4; ++s) {
+      const Tensor x = mul(random_normal({8, 4}, 30 + s), std::pow(4.0, s)), y = random_normal({8, 1}, 40 + s);
+      out.push_back(bytes(compiled ? f.call1({x, y}) : step({x, y})));
+    }
+    out.push_back(bytes(layer(ones({2, 4}))));  // the trained weights
+    if (compiled) EXPECT_EQ(f.stats().misses, 1);
+    return out;
+  };
+  EXPECT_EQ(run(true), run(false));
 }
 
 TEST(WhileLoop, DifferentiatingAJittedLoopFromOutsideGivesTheEagerGradient) {
