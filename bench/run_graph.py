@@ -11,6 +11,7 @@ trace-and-compile time of the MLP step. MindSpore's GRAPH_MODE peer: bench/peers
 when the peers' venv has mindspore (scripts/install-py-peers.sh does not install it).
 """
 import argparse
+import glob
 import os
 import statistics
 import subprocess
@@ -20,13 +21,30 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_train import ROOT, parse_peer, peer_env, spore_round  # noqa: E402
 
 
+def torch_dirs():
+    """libtorch's include and library folders: Debian's (/usr) or the peers' venv's pip torch
+    (.venv-peers, whose wheel ships the C++ headers and libraries; it wants C++20)."""
+    if os.path.isdir("/usr/include/torch/csrc/api/include"):
+        return ["-I/usr/include/torch/csrc/api/include"], [], "c++17"
+    for venv in (os.path.join(ROOT, ".venv-peers"), os.path.join(ROOT, "..", "main", ".venv-peers")):
+        for t in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "torch"))):
+            t = os.path.realpath(t)
+            if os.path.isdir(os.path.join(t, "include", "torch", "csrc", "api", "include")):
+                lib = os.path.join(t, "lib")
+                return ([f"-I{t}/include", f"-I{t}/include/torch/csrc/api/include"],
+                        [f"-L{lib}", f"-Wl,-rpath,{lib}"], "c++20")
+    return None
+
+
 def build_libtorch(build):
-    if not os.path.isdir("/usr/include/torch/csrc/api/include"):
+    dirs = torch_dirs()
+    if not dirs:
         return None
+    inc, lib, std = dirs
     exe = os.path.join(build, "bench", "libtorch_linreg")
     src = os.path.join(ROOT, "bench", "peers", "libtorch_linreg.cpp")
     if not os.path.exists(exe) or os.path.getmtime(src) > os.path.getmtime(exe):
-        subprocess.run(["g++", "-O2", "-std=c++17", "-I/usr/include/torch/csrc/api/include", src, "-o", exe,
+        subprocess.run(["g++", "-O2", f"-std={std}", *inc, src, "-o", exe, *lib,
                         "-ltorch", "-ltorch_cpu", "-lc10"], check=True)
     return exe
 

@@ -41,7 +41,9 @@
   /* products with GGUF-quantized weights (NOTE [Quantized kernels]) */                         \
   X(matmul_q)                                                                                   \
   /* convolution + per-channel bias + clamp, substituted by Lite at load (NOTE [Lite executor]) */ \
-  X(fused_conv2d)
+  X(fused_conv2d)                                                                               \
+  /* control flow with subgraphs, run by the graph executor (NOTE [Control flow]) */            \
+  X(while_loop)
 // clang-format on
 
 namespace spore {
@@ -62,8 +64,9 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // added assign (Tensor::copy_ as an op that declares it writes its first input). Version 4 added
 // fused_elementwise (the elementwise fusion pass's node) and the LLM blocks rms_norm, rope,
 // attention, kv_cache_write and matmul_q. Version 5 added fused_conv2d (Lite's load-time
-// convolution + bias + activation).
-inline constexpr int kOpSetVersion = 5;
-static_assert(kNumOps == 78, "the op list changed: bump kOpSetVersion and update this count");
+// convolution + bias + activation). Version 6 added while_loop (a node with condition and body
+// subgraphs).
+inline constexpr int kOpSetVersion = 6;
+static_assert(kNumOps == 79, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

@@ -158,6 +158,10 @@ struct OpDef {
   // pass know an op with no outputs still matters. The registry test holds both to the truth.
   bool differentiable = true;
   uint32_t writes_mask = 0;
+  // NOTE [Control flow]: how many subgraphs a node of this op carries (while_loop: its condition
+  // and its body). Such an op has no kernel: dispatch refuses it, the graph executor runs its
+  // subgraphs, and passes, the IR and Lite read this to treat the node as a loop, not a kernel.
+  int num_subgraphs = 0;
   std::array<std::array<KernelFn, kNumDTypes>, kMaxBackends> kernels{};
   std::array<KernelSelector, kMaxBackends> selectors{};
 
@@ -225,6 +229,10 @@ inline constexpr int kMaxDispatchObservers = 16;
 void push_dispatch_observer(DispatchObserver* observer);
 void pop_dispatch_observer(DispatchObserver* observer) noexcept;
 int num_dispatch_observers();  // on this thread
+// Tells this thread's observers about an op that ran outside dispatch: a node with subgraphs
+// (while_loop) whose work ran as other ops, so a tracer records the node and a tape sees it.
+void notify_dispatch_observers(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
+                               std::span<const Tensor> outputs);
 // How many eager dispatches are in progress on this thread: an observer that wants only the
 // calls its caller made (a graph tracer), not the casts and ops a kernel dispatches inside
 // another op, keeps those at the depth it started at plus one.

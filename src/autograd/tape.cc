@@ -131,7 +131,14 @@ const PtrMap<Tensor>& backward(const Tape& tape, const Tensor& output, const Ten
       throw Error(ErrorCode::kUnsupported,
                   std::string("value_and_grad: op '") + r.def->name +
                       "' lies on the path from the differentiated tensors to the output but has no "
-                      "backward rule");
+                      "backward rule" +
+                      // NOTE [Control flow]: a traced while_loop under value_and_grad lands here.
+                      (r.def->num_subgraphs
+                           ? std::string("; reverse-mode gradients through a loop whose trip count depends on "
+                                         "tensor values are not supported (JAX refuses them too): loop a fixed "
+                                         "number of times in C++ (the trace unrolls it), use spore::cond, or "
+                                         "differentiate the eager function (value_and_grad outside jit)")
+                           : std::string()));
     BackwardArgs args{ins, outs, gouts, r.attrs};
     args.wanted = 0;
     for (size_t i = 0; i < ins.size(); ++i)

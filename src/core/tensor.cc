@@ -132,6 +132,14 @@ void Tensor::to_host(void* dst, DType dst_dtype) const {
   if (t_host_read_guard) t_host_read_guard->on_host_read("a copy of its values to the host");
   Tensor t = *this;
   if (t.device() != Device::cpu()) t = t.to(Device::cpu());
+  // One float32 element read as float64 (a training loop's loss.item<double>() every step) is
+  // widened here: the cast op would plan, allocate a tensor and run a kernel for one exact
+  // conversion, a tenth of a compiled step of the chapter's regression (bench/README.md).
+  if (t.numel() == 1 && t.dtype() == DType::kFloat32 && dst_dtype == DType::kFloat64) {
+    const double v = *static_cast<const float*>(t.data_ptr());
+    std::memcpy(dst, &v, sizeof v);
+    return;
+  }
   if (t.dtype() != dst_dtype) t = hooks_for("to_host", g_hooks.cast).cast(t, dst_dtype);
   t = t.contiguous();
   if (t.nbytes()) std::memcpy(dst, t.data_ptr(), t.nbytes());

@@ -1,4 +1,4 @@
-// cond and while_loop (NOTE [Control flow]).
+// cond (NOTE [Control flow]); while_loop is in while_loop.cc.
 #include "spore/control_flow.h"
 
 #include "spore/error.h"
@@ -7,7 +7,6 @@
 
 namespace spore {
 
-namespace {
 void check_pred(const Tensor& pred, const char* who) {
   if (!pred.defined()) throw Error(ErrorCode::kValue, std::string(who) + ": the predicate is an undefined tensor");
   if (pred.dtype() != DType::kBool)
@@ -17,7 +16,6 @@ void check_pred(const Tensor& pred, const char* who) {
     throw Error(ErrorCode::kShape, std::string(who) + ": the predicate has shape " + pred.shape().str() +
                                        "; it must hold exactly one element (reduce it first, e.g. with sum)");
 }
-}  // namespace
 
 std::vector<Tensor> cond(const Tensor& pred, const BranchFn& then_fn, const BranchFn& else_fn,
                          const std::vector<Tensor>& operands) {
@@ -43,29 +41,6 @@ std::vector<Tensor> cond(const Tensor& pred, const BranchFn& then_fn, const Bran
   return out;
 }
 
-std::vector<Tensor> while_loop(const BranchFn& cond_fn, const BranchFn& body_fn, std::vector<Tensor> state) {
-  if (!cond_fn || !body_fn) throw Error(ErrorCode::kValue, "while_loop: a function is empty");
-  if (graph::is_tracing())
-    throw Error(ErrorCode::kUnsupported,
-                "while_loop: a loop whose trip count depends on tensor values cannot be compiled yet (graph "
-                "mode has no loop node); run this function eagerly, or loop a fixed number of times in C++ "
-                "(the trace unrolls it)");
-  for (;;) {
-    std::vector<Tensor> c = cond_fn(state);
-    if (c.size() != 1) throw Error(ErrorCode::kValue, "while_loop: cond_fn must return one predicate");
-    check_pred(c[0], "while_loop");
-    if (!c[0].item<uint8_t>()) return state;
-    std::vector<Tensor> next = body_fn(state);
-    if (next.size() != state.size())
-      throw Error(ErrorCode::kValue, "while_loop: body_fn returns " + std::to_string(next.size()) +
-                                         " tensors for a state of " + std::to_string(state.size()));
-    for (size_t i = 0; i < next.size(); ++i)
-      if (next[i].shape() != state[i].shape() || next[i].dtype() != state[i].dtype())
-        throw Error(ErrorCode::kShape, "while_loop: state " + std::to_string(i) + " changes from " +
-                                           dtype_name(state[i].dtype()) + state[i].shape().str() + " to " +
-                                           dtype_name(next[i].dtype()) + next[i].shape().str());
-    state = std::move(next);
-  }
-}
+// while_loop: src/graph/while_loop.cc.
 
 }  // namespace spore

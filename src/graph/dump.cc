@@ -71,6 +71,11 @@ std::string dump(const Graph& g) {
     for (ValueId v : g.outputs(n)) s << " %" << v << ":" << meta_text(g.value(v).meta);
     if (!g.subgraphs((int)i).empty()) s << " [" << g.subgraphs((int)i).size() << " subgraphs]";
     s << "\n";
+    // A loop's condition and body, indented under their node (NOTE [Control flow]).
+    for (const auto& sub : g.subgraphs((int)i)) {
+      std::istringstream lines(dump(*sub));
+      for (std::string line; std::getline(lines, line);) s << "    | " << line << "\n";
+    }
   }
   s << "outputs:";
   for (ValueId v : g.graph_outputs()) s << " %" << v;

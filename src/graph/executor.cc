@@ -1,6 +1,8 @@
 // The graph executor (NOTE [Graph executor]).
 #include "graph/executor.h"
 
+#include "graph/loop_runner.h"
+
 #include <algorithm>
 
 #include "spore/context.h"
@@ -38,12 +40,25 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
   steps_.reserve(nn);
   std::vector<Tensor> ins;
   std::vector<bool> plannable(nv, false);
+  std::vector<int32_t> op_of_node(nn, -1);
   size_t max_in = 0;
   for (size_t i = 0; i < nn; ++i) {
     const Node& n = gr.node((int)i);
     ins.clear();
     for (ValueId v : gr.inputs(n)) ins.push_back(example[v]);
     max_in = std::max(max_in, ins.size());
+    if (n.def->num_subgraphs) {
+      // NOTE [Control flow]: a loop node runs its subgraphs; its outputs are fresh tensors the
+      // runner makes (never planned buffers), shaped like its state inputs.
+      loops_.push_back(std::make_unique<LoopRunner>(gr, (int)i, ins, plan_memory));
+      auto outs = gr.outputs(n);
+      for (size_t o = 0; o < outs.size(); ++o) {
+        const TensorMeta& m = gr.value(outs[o]).meta;
+        example[outs[o]] = Tensor::empty(m.shape, m.dtype, ins.empty() ? device : ins[0].device());
+      }
+      continue;
+    }
+    op_of_node[i] = (int32_t)ops_.size();
     ops_.emplace_back(n.op(), ins, n.attrs);
     const PlannedOp& op = ops_.back();
     const DispatchPlan& p = op.plan();
@@ -92,10 +107,11 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
     if (gr.value((ValueId)v).kind == ValueKind::kInput && u >= 0 && u < (int)nn) drops[u].push_back((ValueId)v);
     if (gr.value((ValueId)v).kind == ValueKind::kNode && u >= 0 && u < (int)nn) drops[u].push_back((ValueId)v);
   }
-  for (size_t i = 0; i < nn; ++i) {
+  for (size_t i = 0, loop = 0; i < nn; ++i) {
     const Node& n = gr.node((int)i);
     Step s{};
-    s.op = (uint32_t)i;
+    s.loop = op_of_node[i] < 0;
+    s.op = s.loop ? (uint32_t)loop++ : (uint32_t)op_of_node[i];
     s.in_first = (uint32_t)operand_ids_.size();
     s.num_in = n.num_inputs;
     for (ValueId v : gr.inputs(n)) operand_ids_.push_back(v);
@@ -120,8 +136,16 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
   }
   for (Storage* st : storages) st->release();
   scratch_.resize(std::max<size_t>(max_in, 1));
-  // Bindings named graph nodes; ops_ is indexed the same way.
+  // Bindings named graph nodes; ops_ skips loop nodes, so they name their PlannedOp instead.
+  for (AttrBinding& b : bindings_) {
+    if (b.node < 0 || (size_t)b.node >= nn || op_of_node[b.node] < 0)
+      throw Error(ErrorCode::kInternal, "executor: an attribute binding names node " + std::to_string(b.node) +
+                                            ", which has no planned op");
+    b.node = op_of_node[b.node];
+  }
 }
+
+Executable::~Executable() = default;
 
 std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   const Graph& gr = *graph_;
@@ -137,7 +161,8 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   Tensor* scratch = scratch_.data();
   for (const Step& s : steps_) {
     for (uint32_t k = 0; k < s.num_in; ++k) scratch[k] = slots[ids[s.in_first + k]];
-    TensorList outs = use_plan ? ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, s.num_out})
+    TensorList outs = s.loop    ? loops_[s.op]->run({scratch, s.num_in})
+                      : use_plan ? ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, s.num_out})
                                : ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, 0});
     for (uint32_t o = 0; o < s.num_out; ++o) slots[ids[s.out_first + o]] = std::move(outs[o]);
     for (uint32_t k = 0; k < s.num_drop; ++k) slots[drop_ids_[s.drop_first + k]] = Tensor();

@@ -12,12 +12,15 @@
 
 namespace spore::graph {
 
+class LoopRunner;  // loop_runner.h: a node with subgraphs (while_loop)
+
 class Executable {
  public:
   // Plans every node of `g` for the devices of `example_inputs` (tensors of the graph inputs'
   // signature). `bindings` name nodes of `g` whose attributes are refreshed before each run.
   Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>& example_inputs,
              std::vector<AttrBinding> bindings, std::vector<std::function<void()>> effects, bool plan_memory);
+  ~Executable();
 
   // Runs the graph on `inputs` (same signature as planned; the caller checked it).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
@@ -27,19 +30,21 @@ class Executable {
 
  private:
   struct Step {
-    uint32_t op;                  // index into ops_
+    uint32_t op;                  // index into ops_, or into loops_ when `loop` is set
+    bool loop = false;            // a while_loop node, run by its LoopRunner (NOTE [Control flow])
     uint32_t in_first, num_in;    // into operand_ids_
     uint32_t out_first, num_out;  // into operand_ids_, and into preset_
     uint32_t drop_first, num_drop;  // values whose last use this is, into drop_ids_
   };
   std::shared_ptr<const Graph> graph_;
   std::vector<PlannedOp> ops_;
+  std::vector<std::unique_ptr<LoopRunner>> loops_;
   std::vector<Step> steps_;
   std::vector<ValueId> operand_ids_, drop_ids_;
   std::vector<Tensor> preset_;   // by output slot of a step: the planned buffer, or undefined
   std::vector<Tensor> slots_;    // by ValueId: captured and constant values stay bound
   std::vector<Tensor> scratch_;  // a step's inputs, gathered
-  std::vector<AttrBinding> bindings_;  // node -> index into ops_ (same here: one op per node)
+  std::vector<AttrBinding> bindings_;  // node -> index into ops_ (remapped: loops have no PlannedOp)
   std::vector<std::function<void()>> effects_;
   MemoryPlan memory_;
   bool planned_ = false;

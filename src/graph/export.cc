@@ -58,10 +58,10 @@ ir::Graph convert(const graph::Graph& g, const ExportOptions& o, const std::map<
       fail(ErrorCode::kValue, std::string("node ") + std::to_string(n) + " (" + node.def->name +
                                   ") writes its input in place (an optimizer update or copy_): export an inference "
                                   "function, not a training step");
-    if (!g.subgraphs((int)n).empty())
-      fail(ErrorCode::kUnsupported, std::string("node ") + std::to_string(n) + " (" + node.def->name +
-                                        ") has subgraphs, which the exporter does not write yet");
     ir::Node in{node.def, node.attrs, {}, {}, {}};
+    // NOTE [Control flow]: a loop's condition and body are closed graphs (their inputs are the
+    // node's inputs), written as the IR node's subgraphs (IR version 2).
+    for (const auto& sub : g.subgraphs((int)n)) in.subgraphs.push_back(convert(*sub, ExportOptions{}, names));
     for (ValueId v : g.inputs(node)) in.inputs.push_back(bind(v));
     for (ValueId v : g.outputs(node)) {
       const graph::Value& value = g.value(v);
@@ -91,6 +91,10 @@ void mark_symbols(ir::Graph& a, const ir::Graph& b, const std::map<std::pair<int
   if (a.nodes.size() != b.nodes.size() || a.values.size() != b.values.size()) mismatch("the two traces differ in size");
   for (size_t n = 0; n < a.nodes.size(); ++n) {
     const ir::Node &x = a.nodes[n], &y = b.nodes[n];
+    if (!x.subgraphs.empty())
+      fail(ErrorCode::kUnsupported, std::string("node ") + std::to_string(n) + " (" + x.def->name +
+                                        ") has subgraphs, which are exported with fixed shapes only; export "
+                                        "without dynamic axes");
     bool same = x.def == y.def && x.inputs == y.inputs && x.outputs == y.outputs && x.attrs.size() == y.attrs.size();
     for (int i = 0; same && i < x.attrs.size(); ++i) same = x.attrs[i] == y.attrs[i];
     if (!same) mismatch(std::string("node ") + std::to_string(n) + " (" + x.def->name + ")");

@@ -2,6 +2,7 @@
 // the numbering of tensors into graph values.
 #include "graph/tracer.h"
 
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -25,6 +26,7 @@ class Tracer final : public DispatchObserver, public HostReadGuard {
     base_depth_ = dispatch_depth();
     outer_tracer_ = std::exchange(t_tracer, this);
     outer_guard_ = set_host_read_guard(this);
+    stack_index_ = num_dispatch_observers();
     push_dispatch_observer(this);
     attached_ = true;
   }
@@ -40,8 +42,12 @@ class Tracer final : public DispatchObserver, public HostReadGuard {
   void on_op(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
              std::span<const Tensor> outputs) override {
     // Only the calls the function made: not the casts and ops dispatched inside another op.
-    if (dispatch_depth() > base_depth_ + 1) return;
+    if (paused_ || dispatch_depth() > base_depth_ + 1) return;
     nodes_.record(def, inputs, attrs, outputs);
+    if (!pending_subgraphs_.empty()) {
+      subgraphs_.emplace_back((int)nodes_.size() - 1, std::move(pending_subgraphs_));
+      pending_subgraphs_.clear();
+    }
     if (pending_refresh_) {
       bindings_.push_back({(int)nodes_.size() - 1, std::move(pending_refresh_)});
       pending_refresh_ = nullptr;
@@ -69,6 +75,10 @@ class Tracer final : public DispatchObserver, public HostReadGuard {
   std::vector<AttrBinding> bindings_;
   std::vector<std::function<void()>> effects_;
   std::function<Attrs()> pending_refresh_;
+  bool paused_ = false;
+  int stack_index_ = 0;  // this tracer's place on the thread's observer stack  // a while_loop's subgraphs are being traced or its first run is going
+  std::vector<std::shared_ptr<const Graph>> pending_subgraphs_;
+  std::vector<std::pair<int, std::vector<std::shared_ptr<const Graph>>>> subgraphs_;  // by traced node
 
  private:
   int base_depth_ = 0;
@@ -87,6 +97,76 @@ void bind_next_op_attrs(std::function<Attrs()> refresh) {
 
 void on_each_run(std::function<void()> effect) {
   if (t_tracer) t_tracer->effects_.push_back(std::move(effect));
+}
+
+namespace {
+// Pauses this thread's tracer and gradient recorders for a scope (NOTE [Control flow]).
+//
+// Tracing a subgraph hides everything from the tapes (those runs are thrown away). The loop's
+// eager run (`allow_host_reads`) stays visible to them: a tape outside the trace
+// (value_and_grad(jit(f))) differentiates this first call through the unrolled ops, as it does
+// later calls through the executor's; a tape inside the trace sees them too, but it sees the
+// loop node after them, and the node refuses reverse mode.
+class PauseRecording {
+ public:
+  explicit PauseRecording(bool allow_host_reads)
+      : tracer_(t_tracer), token_(allow_host_reads ? -1 : pause_gradient_recording()) {
+    if (tracer_) tracer_->paused_ = true;
+    if (allow_host_reads) {
+      guard_ = set_host_read_guard(nullptr);
+      swapped_guard_ = true;
+      t_tracer = nullptr;  // is_tracing() is false while the loop runs eagerly
+    }
+  }
+  ~PauseRecording() {
+    if (swapped_guard_) {
+      set_host_read_guard(guard_);
+      t_tracer = tracer_;
+    }
+    if (tracer_) tracer_->paused_ = false;
+    if (token_ >= 0) resume_gradient_recording(token_);
+  }
+  PauseRecording(const PauseRecording&) = delete;
+  PauseRecording& operator=(const PauseRecording&) = delete;
+
+ private:
+  Tracer* tracer_;
+  int token_;
+  HostReadGuard* guard_ = nullptr;
+  bool swapped_guard_ = false;
+};
+}  // namespace
+
+Trace trace_subgraph(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                     const std::vector<Tensor>& inputs, const std::string& name) {
+  PauseRecording pause(/*allow_host_reads=*/false);
+  return trace(fn, inputs, name);
+}
+
+void run_untraced(const std::function<void()>& fn) {
+  PauseRecording pause(/*allow_host_reads=*/true);
+  fn();
+}
+
+void record_with_subgraphs(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
+                           std::span<const Tensor> outputs, std::vector<std::shared_ptr<const Graph>> subgraphs) {
+  if (!t_tracer) return;
+  t_tracer->pending_subgraphs_ = std::move(subgraphs);
+  // Tapes outside the trace saw the loop's unrolled ops (run_untraced); the node is only for the
+  // tracer and the tapes inside it. The gradient floor hides gradient recorders below it, so it
+  // is raised to the tracer's place for this one notification (resume_gradient_recording sets
+  // the floor to its token; it never goes below a NoGradGuard's).
+  const int token = pause_gradient_recording();
+  resume_gradient_recording(std::max(token, t_tracer->stack_index_));
+  try {
+    notify_dispatch_observers(def, inputs, attrs, outputs);
+  } catch (...) {
+    resume_gradient_recording(token);
+    t_tracer->pending_subgraphs_.clear();
+    throw;
+  }
+  resume_gradient_recording(token);
+  t_tracer->pending_subgraphs_.clear();
 }
 
 Trace trace(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
@@ -159,6 +239,8 @@ Trace trace(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>
     for (const Tensor& o : outs) out_metas.push_back(value_meta(o));
     int node = g.add_node(*n.def, n.attrs, in_ids, out_metas);
     node_of_trace[k] = node;
+    for (auto& [traced, subs] : tracer.subgraphs_)
+      if (traced == (int)k) g.set_subgraphs(node, subs);
     for (size_t o = 0; o < outs.size(); ++o)
       if (!is_state(outs[o])) ids[outs[o].impl()] = g.outputs(node)[o];
   }

@@ -120,6 +120,10 @@ void check_graph(const Graph& g, const std::string& where, int depth) {
       if (produced[id]) fail(label + " writes " + value_label(g.values[id], id) + ", which another node writes");
       produced[id] = defined[id] = 1;
     }
+    // NOTE [Control flow]: the op says how many subgraphs its nodes carry (while_loop: 2).
+    if (node.subgraphs.size() != (size_t)def.num_subgraphs)
+      fail(label + " carries " + std::to_string(node.subgraphs.size()) + " subgraphs; the op takes " +
+           std::to_string(def.num_subgraphs));
     for (size_t s = 0; s < node.subgraphs.size(); ++s)
       check_graph(node.subgraphs[s], where + ", " + label + " subgraph " + std::to_string(s), depth + 1);
   }

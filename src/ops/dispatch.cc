@@ -138,6 +138,11 @@ void pop_dispatch_observer(DispatchObserver* observer) noexcept {
 
 int num_dispatch_observers() { return t_num_observers; }
 
+void notify_dispatch_observers(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
+                               std::span<const Tensor> outputs) {
+  if (t_num_observers) notify_observers(def, inputs, attrs, outputs);
+}
+
 int dispatch_depth() { return t_depth; }
 
 int pause_gradient_recording() { return std::exchange(t_grad_floor, t_num_observers); }
@@ -199,6 +204,11 @@ SPORE_DISPATCH_INLINE void plan_into(OpId id, std::span<const Tensor> inputs, co
   }
   KernelFn fn = def.kernel(backend, inf.compute);
   if (!fn) {
+    // NOTE [Control flow]: a node with subgraphs is run by spore::while_loop or the graph
+    // executor, never as a kernel call.
+    if (def.num_subgraphs)
+      op_error(def, ErrorCode::kUnsupported, "carries subgraphs and has no kernel; call spore::while_loop "
+                                             "(include/spore/control_flow.h), which the graph executor compiles");
     if (context().precision == PrecisionMode::kKeepType) no_kernel(def, inputs, inf.device, inf.compute, false);
     DType alt = fallback_dtype(def, backend, inf.compute);
     fn = def.kernel(backend, alt);

@@ -74,10 +74,10 @@ void SGD::update(size_t i, const Parameter& p, const Tensor& g, double lr) {
   if (first) buffers_[i] = zeros_state(p);
   Tensor ins[3] = {p.value(), g, buffers_[i]};
   graph::bind_next_op_attrs([this] {
-    return Attrs{current_lr(), momentum_, dampening_, weight_decay_, nesterov_, false};
+    return Attrs::of(current_lr(), momentum_, dampening_, weight_decay_, nesterov_, false);
   });
   dispatch(OpId::k_sgd_update, ins,
-           Attrs{lr, momentum_, dampening_, weight_decay_, nesterov_, first});
+           Attrs::of(lr, momentum_, dampening_, weight_decay_, nesterov_, first));
 }
 
 Adam::Adam(std::vector<Parameter> params, LRSchedulePtr lr, double beta1, double beta2, double eps,
@@ -97,10 +97,10 @@ void Adam::update(size_t i, const Parameter& p, const Tensor& g, double lr) {
   }
   Tensor ins[4] = {p.value(), g, m_[i], v_[i]};
   graph::bind_next_op_attrs([this] {
-    return Attrs{current_lr(), beta1_, beta2_, eps_, weight_decay_, int64_t{steps_taken() + 1}, decoupled_};
+    return Attrs::of(current_lr(), beta1_, beta2_, eps_, weight_decay_, int64_t{steps_taken() + 1}, decoupled_);
   });
   dispatch(OpId::k_adam_update, ins,
-           Attrs{lr, beta1_, beta2_, eps_, weight_decay_, int64_t{steps_taken() + 1}, decoupled_});
+           Attrs::of(lr, beta1_, beta2_, eps_, weight_decay_, int64_t{steps_taken() + 1}, decoupled_));
 }
 
 }  // namespace spore::optim

@@ -122,6 +122,11 @@ Json run_cell(const OpFactory& factory, DType t, Device dev, const std::string& 
 }  // namespace
 
 void run_op_row(ProbeContext& ctx, const std::string& name) {
+  // NOTE [Control flow]: an op with subgraphs (while_loop) has no kernel to sample; it runs
+  // through spore::while_loop and the graph executor (tests/graph/while_loop_test.cc).
+  if (const OpDef* def = find_op(name); def && def->num_subgraphs)
+    ctx.not_run("op '" + name + "' carries subgraphs and has no kernel: it runs through spore::while_loop, "
+                "eagerly or compiled by jit, not as one dispatched op");
   const OpFactory* factory = find_op_factory(name);
   if (!factory) ctx.not_run("no input factory for op '" + name + "' in the probe module (op_matrix_factories.cc)");
   Json cells = Json::array();

@@ -31,8 +31,12 @@ std::vector<Tensor> clones(const std::vector<Tensor>& in) {
 }
 
 TEST(OpParity, EveryRegistryOpCompiledEqualsEagerBitwise) {
-  int compared = 0, in_place = 0;
+  int compared = 0, in_place = 0, with_subgraphs = 0;
   for (const OpDef& d : all_ops()) {
+    if (d.num_subgraphs) {  // while_loop: eager against compiled in tests/graph/while_loop_test.cc
+      ++with_subgraphs;
+      continue;
+    }
     const probe::OpFactory* f = probe::op_factory(d.id);
     ASSERT_NE(f, nullptr) << d.name;
     int cases = 0;
@@ -91,7 +95,7 @@ TEST(OpParity, EveryRegistryOpCompiledEqualsEagerBitwise) {
     EXPECT_GT(cases, 0) << d.name << ": no dtype compared";
     compared += cases > 0;
   }
-  EXPECT_EQ(compared, (int)all_ops().size());
+  EXPECT_EQ(compared + with_subgraphs, (int)all_ops().size());
   EXPECT_GT(in_place, 20);  // the in-place path was exercised
 }
 
