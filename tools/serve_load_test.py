@@ -26,14 +26,15 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def stream_chat(host, port, prompt, max_tokens, timeout=120.0, model=None):
-    """One streamed chat completion. Returns a dict: ok, error, ttft_s, total_s, tokens."""
+def stream_chat(host, port, prompt, max_tokens, timeout=120.0, model=None, require_usage=True):
+    """One streamed chat completion. Returns a dict: ok, error, ttft_s, total_s, tokens (from the
+    usage chunk; without one, and require_usage False, the number of content chunks)."""
     body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
             "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
     if model:
         body["model"] = model
     t0 = time.perf_counter()
-    out = {"ok": False, "error": "", "ttft_s": None, "total_s": None, "tokens": 0}
+    out = {"ok": False, "error": "", "ttft_s": None, "total_s": None, "tokens": 0, "chunks": 0}
     try:
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
         conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -64,18 +65,22 @@ def stream_chat(host, port, prompt, max_tokens, timeout=120.0, model=None):
                 usage = True
                 out["tokens"] = chunk["usage"]["completion_tokens"]
             for c in chunk.get("choices", []):
-                if c.get("delta", {}).get("content") and out["ttft_s"] is None:
-                    out["ttft_s"] = time.perf_counter() - t0
+                if c.get("delta", {}).get("content"):
+                    out["chunks"] += 1
+                    if out["ttft_s"] is None:
+                        out["ttft_s"] = time.perf_counter() - t0
         conn.close()
         out["total_s"] = time.perf_counter() - t0
         if not done:
             out["error"] = "no data: [DONE]"
-        elif not usage:
+        elif not usage and require_usage:
             out["error"] = "no usage chunk"
         elif out["ttft_s"] is None:
             out["error"] = "no content"
         else:
             out["ok"] = True
+            if not usage:
+                out["tokens"] = out["chunks"]
     except (OSError, ValueError, http.client.HTTPException) as e:
         out["error"] = "%s: %s" % (type(e).__name__, e)
     return out
@@ -89,14 +94,14 @@ def free_port():
     return port
 
 
-def wait_healthy(port, proc, limit_s=120):
+def wait_healthy(port, proc, limit_s=120, path="/health"):
     t0 = time.time()
     while time.time() - t0 < limit_s:
         if proc.poll() is not None:
             return False
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/health")
+            c.request("GET", path)
             if c.getresponse().status == 200:
                 return True
         except OSError:

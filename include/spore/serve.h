@@ -27,6 +27,7 @@ struct ServeOptions {
   int64_t max_messages = 512;       // longer message lists: 400
   bool allow_unverified = false;    // load a model whose lock does not match
   int threads = 0;                  // kernel threads (0: one per core)
+  int64_t prefill_chunk = 0;        // prompt tokens per sequence per step (0: the engine's default)
 };
 
 class Server {

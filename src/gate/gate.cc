@@ -6,12 +6,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
-#include <sstream>
 
 #include "gate/checks.h"
 #include "spore/probe/env.h"
+#include "spore/probe/report.h"
 
 namespace spore::gate {
 
@@ -41,12 +40,6 @@ CheckResult not_run(const char* name, const std::string& why) {
 // JSON has no NaN: a figure with no sample is null.
 json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
-std::string fmt(double x, const char* f = "%.1f") {
-  if (!std::isfinite(x)) return "-";
-  char b[64];
-  std::snprintf(b, sizeof b, f, x);
-  return b;
-}
 
 }  // namespace
 
@@ -90,7 +83,10 @@ GateResult run_gate(const GateOptions& o) {
   return r;
 }
 
-json gate_report(const GateResult& r, const GateOptions& o) {
+namespace {
+
+// Everything of the report but the environment and the command.
+json result_json(const GateResult& r) {
   json checks = json::array();
   json counts = {{"observed-pass", 0}, {"observed-fail", 0}, {"blocked", 0}, {"not-run", 0}};
   for (const auto& c : r.checks) {
@@ -106,8 +102,6 @@ json gate_report(const GateResult& r, const GateOptions& o) {
       reason = c.name + ": " + c.reason;
       break;
     }
-  char cwd[4096];
-  json env = json::parse(probe::env_summary(probe::collect_env(o.argv)).dump());
   return {
       {"schema", "spore.gate-report/1"},
       {"kind", "gate"},
@@ -118,8 +112,6 @@ json gate_report(const GateResult& r, const GateOptions& o) {
       {"started_at", r.started_at},
       {"finished_at", r.finished_at},
       {"duration_ms", r.duration_ms},
-      {"environment", env},
-      {"command", {{"argv", o.argv}, {"cwd", getcwd(cwd, sizeof cwd) ? cwd : ""}}},
       {"counts", counts},
       {"checks", checks},
       {"load",
@@ -146,41 +138,19 @@ json gate_report(const GateResult& r, const GateOptions& o) {
   };
 }
 
+}  // namespace
+
+json gate_report(const GateResult& r, const GateOptions& o) {
+  json j = result_json(r);
+  char cwd[4096];
+  j["environment"] = json::parse(probe::env_summary(probe::collect_env(o.argv)).dump());
+  j["command"] = {{"argv", o.argv}, {"cwd", getcwd(cwd, sizeof cwd) ? cwd : ""}};
+  return j;
+}
+
 std::string format_gate(const GateResult& r) {
-  std::ostringstream o;
-  o << "spore gate: " << r.url << ", model '" << r.model << "'\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-24s %-14s %s\n", "check", "verdict", "observed");
-  o << line;
-  int passed = 0;
-  for (const auto& c : r.checks) {
-    passed += c.verdict == "observed-pass";
-    std::snprintf(line, sizeof line, "  %-24s %-14s %s\n", c.name.c_str(), c.verdict.c_str(), c.reason.substr(0, 200).c_str());
-    o << line;
-  }
-  const LoadFigures& f = r.load;
-  if (f.requests > 0) {
-    o << "\nload: " << f.requests << " streamed requests, " << f.concurrency << " at a time, max_tokens " << f.max_tokens
-      << ", " << f.completion_tokens << " tokens in " << fmt(f.wall_s, "%.2f") << " s, " << f.failed << " failed\n";
-    std::snprintf(line, sizeof line, "  %-34s %12s   %s\n", "", "this run", "chapter 5.11*");
-    o << line;
-    auto row = [&](const char* what, double ours, const std::string& theirs, const char* f2 = "%.1f") {
-      std::snprintf(line, sizeof line, "  %-34s %12s   %s\n", what, fmt(ours, f2).c_str(), theirs.c_str());
-      o << line;
-    };
-    row("first token p50 (ms)", f.ttft_p50_ms, fmt(ChapterFigures::kTtftP50Ms));
-    row("first token p95 (ms)", f.ttft_p95_ms, "-");
-    row("total latency p50 (ms)", f.total_p50_ms, fmt(ChapterFigures::kTotalP50Ms));
-    row("total latency p95 (ms)", f.total_p95_ms, "-");
-    row("tokens/s per stream (p50)", f.stream_tokens_per_s_p50, "about " + fmt(ChapterFigures::kTokensPerS, "%.3f"), "%.2f");
-    row("decode tokens/s per stream (p50)", f.decode_tokens_per_s_p50, "-", "%.2f");
-    row("aggregate tokens/s", f.aggregate_tokens_per_s, "-", "%.2f");
-    o << "  * a different machine and model: Qwen1.5-0.5B-Chat on an Ascend 310B1 board (MindSpore 2.4.10 +\n"
-         "    MindNLP 0.4.1), one request at a time; shown as a reference point, not a target.\n";
-  }
-  o << "\nverdict: " << (r.passed() ? "observed-pass" : "observed-fail") << " (" << passed << " of " << r.checks.size()
-    << " checks observed-pass)\n";
-  return o.str();
+  // The same table `spore report show` prints for the file (src/probe/gate_report.cc).
+  return probe::format_gate_report(probe::Json::parse(result_json(r).dump()));
 }
 
 }  // namespace spore::gate

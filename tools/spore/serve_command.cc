@@ -99,6 +99,8 @@ void add_serve_command(CLI::App& app, Handlers& h) {
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on every route but /health");
   cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (larger: 413)")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt tokens per request per step (0: the engine's default)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_flag("--allow-unverified", o->allow_unverified, "Load even when the files do not match the artifact's lock");
   cmd->callback([&h, o] { h.action = [o] { return run_serve(*o); }; });
 }
