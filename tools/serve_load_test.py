@@ -58,8 +58,10 @@ def stream_chat(host, port, prompt, max_tokens, timeout=120.0, model=None, requi
                 return out
             data = line[6:]
             if data == b"[DONE]":
+                # The end for a client, as for OpenAI's: a server that holds the connection open
+                # after it (llama-cpp-python's, for seconds) is not charged for the wait.
                 done = True
-                continue
+                break
             chunk = json.loads(data)
             if chunk.get("usage"):
                 usage = True
