@@ -4,7 +4,7 @@
 # what is there. Output goes to outputs/setup.log (NOTE [Quiet set-up]).
 #   scripts/install-py-peers.sh nlp      tokenizers, transformers, tiktoken, jinja2 (issue 11 fixtures, bench)
 #   scripts/install-py-peers.sh onnx     onnx, onnxruntime
-#   scripts/install-py-peers.sh llm      llama-cpp-python, gguf
+#   scripts/install-py-peers.sh llm      llama-cpp-python (with its server, bench/serve_bench.py), gguf
 #   scripts/install-py-peers.sh torch    torch, safetensors (tiny random-weight LLM fixtures, tools/)
 #   scripts/install-py-peers.sh serve    openai (tools/openai_client_check.py against spore serve)
 #   scripts/install-py-peers.sh mindspore  MindSpore 2.10.0 in its own environment, .venv-ms/ (ignored;
@@ -29,7 +29,7 @@ for group in "$@"; do
   case "$group" in
     nlp) pkgs+=(tokenizers transformers tiktoken jinja2 numpy) ;;
     onnx) pkgs+=(onnx onnxruntime numpy) ;;
-    llm) pkgs+=(llama-cpp-python gguf numpy) ;;
+    llm) pkgs+=('llama-cpp-python[server]' gguf numpy) ;;
     torch) pkgs+=(torch safetensors numpy) ;;
     serve) pkgs+=(openai) ;;
     *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm, torch, serve, mindspore)" >&2; exit 2 ;;

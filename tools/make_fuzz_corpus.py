@@ -225,9 +225,34 @@ def mindspore_seeds():
         copy("mindir", os.path.join(d, name))
     for name in ["fp16_linear.ckpt", "mlp.ckpt", "cnn.ckpt", "dtypes.ckpt"]:
         copy("ms_ckpt", os.path.join(d, name))
+def gate_response_seeds():
+    """spore gate's response readers: byte 0 odd is an SSE stream (its upper bits how it is cut),
+    even a JSON answer; the streams and answers are OpenAI's shapes, right and slightly wrong."""
+    def chunk(content, finish=None):
+        return json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                           "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]})
+    usage = json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                        "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+    sse = "".join("data: %s\n\n" % d for d in [chunk(""), chunk("Red"), chunk(", blue", "stop"), usage, "[DONE]"])
+    put("gate_response", "sse_good", bytes([0x03]) + sse.encode())
+    put("gate_response", "sse_crlf_cut", bytes([0x07]) + (": ping\r\n" + sse.replace("\n\n", "\r\n\r\n")).encode())
+    put("gate_response", "sse_no_done", bytes([0x01]) + ("data: %s\n\nevent: x\ndata: %s\n" % (chunk("a", "stop"), usage)).encode())
+    chat = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    put("gate_response", "json_chat", b"\x00" + json.dumps(chat).encode())
+    put("gate_response", "json_completion", b"\x00" + json.dumps(
+        {"id": "x", "object": "text_completion", "created": 1, "model": "m",
+         "choices": [{"index": 0, "text": " Paris", "finish_reason": "length"}],
+         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode())
+    put("gate_response", "json_models", b"\x00" + json.dumps(
+        {"object": "list", "data": [{"id": "m", "object": "model", "created": 0, "owned_by": "me"}]}).encode())
+    put("gate_response", "json_error", b"\x00" + json.dumps(
+        {"error": {"message": "bad", "type": "invalid_request_error", "param": None, "code": None}}).encode())
 
 
 if __name__ == "__main__":
     main()
     tokenizer_seeds()
     mindspore_seeds()
+    gate_response_seeds()

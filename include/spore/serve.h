@@ -28,6 +28,7 @@ struct ServeOptions {
   bool allow_unverified = false;    // load a model whose lock does not match
   int threads = 0;                  // kernel threads (0: one per core)
   bool prefix_cache = true;         // reuse a free slot's KV rows for a shared prompt prefix
+  int64_t prefill_chunk = 0;        // prompt tokens per sequence per step (0: the engine's default)
 };
 
 class Server {

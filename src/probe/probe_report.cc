@@ -179,6 +179,10 @@ std::map<std::string, std::string> figures(const Json& r, std::map<std::string, 
       if (!v.is_object() && !v.is_array()) put(f, k, v);
     put(f, "exit_code", field(r, "results", "process", "exit_code"));
     for (const Json& a : elements(field(r, "artifacts"))) put(f, "sha256 " + s_of(field(a, "name")), field(a, "sha256"));
+  } else if (kind == "gate") {
+    for (const Json& c : elements(field(r, "checks"))) put(verdicts, "gate " + s_of(field(c, "name")), field(c, "verdict"));
+    for (const auto& [k, v] : members(field(r, "load")).items())
+      if (!v.is_object() && !v.is_array()) put(f, "load " + k, v);
   } else if (kind == "op-matrix") {
     for (const Json& row : elements(field(r, "rows")))
       for (const Json& c : elements(field(row, "cells"))) {
@@ -223,7 +227,8 @@ std::string show_report(const Json& r) {
   if (kind == "probe") return show_probe(r);
   if (kind == "run") return show_run(r);
   if (kind == "op-matrix") return format_op_matrix(r);
-  throw Error(ErrorCode::kFormat, "unknown report kind '" + kind + "' (env, probe, run or op-matrix)");
+  if (kind == "gate") return format_gate_report(r);
+  throw Error(ErrorCode::kFormat, "unknown report kind '" + kind + "' (env, probe, run, op-matrix or gate)");
 }
 
 std::string diff_reports(const Json& a, const Json& b) {

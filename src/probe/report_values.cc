@@ -236,7 +236,8 @@ std::string show_report_values(const Json& r) {
   if (k == "run") return run_figures(r);
   if (k == "op-matrix") return op_matrix_figures(r);
   if (k == "env") return env_figures(r);
-  throw Error(ErrorCode::kFormat, "unknown report kind '" + k + "'; known: env, probe, run, op-matrix");
+  if (k == "gate") return format_gate_report(r);  // the gate's figures are its load table
+  throw Error(ErrorCode::kFormat, "unknown report kind '" + k + "'; known: env, probe, run, op-matrix, gate");
 }
 
 }  // namespace spore::probe

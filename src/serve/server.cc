@@ -108,6 +108,7 @@ void Server::Impl::load() {
     eo.slots = options.slots;
     eo.context = options.context;
     eo.prefix_cache = options.prefix_cache;
+    if (options.prefill_chunk > 0) eo.prefill_chunk = options.prefill_chunk;
     auto w = std::make_unique<Worker>(*m, eo, options.queue, metrics);
     const nlp::MemoryReport mem = m->lm->weight_memory();
     std::fprintf(stderr,

@@ -30,5 +30,6 @@ void add_tokenize_commands(CLI::App& app, Handlers& h, const std::vector<std::st
 void add_generate_commands(CLI::App& app, Handlers& h);
 void add_logits_command(CLI::App& app, Handlers& h);
 void add_serve_command(CLI::App& app, Handlers& h);
+void add_gate_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 
 }  // namespace spore::cli

@@ -9,6 +9,7 @@
 //   spore template PATH --messages FILE.json   a chat template rendered as transformers does
 //   spore tokenize | detokenize        tokenizers (tokenizer.json, model directory, GGUF)
 //   spore generate | chat              text generation from a language model (default: SmolLM2)
+//   spore serve | gate                 the OpenAI-compatible server, and the machine gate that checks one
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   spore::cli::add_generate_commands(app, handlers);
   spore::cli::add_logits_command(app, handlers);
   spore::cli::add_serve_command(app, handlers);
+  spore::cli::add_gate_command(app, handlers, command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

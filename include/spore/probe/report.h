@@ -16,6 +16,7 @@ inline constexpr const char* kEnvSchemaId = "spore.env-report/1";
 inline constexpr const char* kProbeSchemaId = "spore.probe-report/1";
 inline constexpr const char* kRunSchemaId = "spore.run-report/1";
 inline constexpr const char* kOpMatrixSchemaId = "spore.op-matrix/1";
+inline constexpr const char* kGateSchemaId = "spore.gate-report/1";  // spore gate (NOTE [Machine gate])
 
 // Writes `report` as indented JSON, atomically (temporary file, then rename). Throws kIO.
 void write_json(const std::string& path, const Json& report);
@@ -28,6 +29,8 @@ Json parse_json(std::string_view text, const std::string& what);
 // A report as a table (any of the report kinds). Members a malformed report lacks print as "-";
 // a document that is not a report (no string "kind") is a kFormat error.
 std::string show_report(const Json& report);
+// A gate report (`spore gate`): a verdict per check, then the load figures beside the chapter's.
+std::string format_gate_report(const Json& gate_report);
 // The figures a report records (values, comparisons with their tolerances, artifacts), for any
 // report kind: `spore report show FILE --values`. Throws kFormat on what is not a report.
 std::string show_report_values(const Json& report);
