@@ -88,5 +88,29 @@ TEST(LlmSuite, UnknownSuiteIsAUsageErrorAndTheDefaultIsTheChapter) {
   EXPECT_EQ(list.find("llm_"), std::string::npos) << list;
 }
 
+// spore bench-llm on a fixture: the two llama-bench tests as JSON rows with measured rates.
+TEST(BenchLlm, MeasuresPrefillAndDecodeOnAFixture) {
+  const std::string dir = test::temp_dir("bench-llm");
+  const std::string model = std::string(SPORE_SOURCE_DIR) + "/tests/fixtures/llm/qwen2/model.gguf";
+  ASSERT_EQ(run_cli("bench-llm --model " + model + " --threads 1 --prompt-tokens 16 --gen-tokens 8 --repetitions 2 --json",
+                    dir + "/out"), 0)
+      << slurp(dir + "/out");
+  const Json rows = Json::parse(slurp(dir + "/out"));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["test"], "pp16");
+  EXPECT_EQ(rows[1]["test"], "tg8");
+  for (const Json& r : rows) {
+    EXPECT_EQ(r["samples"].size(), 2u);
+    EXPECT_GT(r["tokens_per_s"].get<double>(), 0);
+    EXPECT_EQ(r["threads"], 1);
+    EXPECT_GT(r["peak_rss_bytes"].get<double>(), r["weights_bytes"].get<double>());
+  }
+  // Nothing to measure, or more tokens than the model's context: a usage error naming the fix.
+  EXPECT_NE(run_cli("bench-llm --model " + model + " --prompt-tokens 0 --gen-tokens 0", dir + "/log"), 0);
+  EXPECT_NE(slurp(dir + "/log").find("nothing to measure"), std::string::npos);
+  EXPECT_NE(run_cli("bench-llm --model " + model + " --prompt-tokens 100000", dir + "/log"), 0);
+  EXPECT_NE(slurp(dir + "/log").find("--prompt-tokens"), std::string::npos) << slurp(dir + "/log");
+}
+
 }  // namespace
 }  // namespace spore::probe
