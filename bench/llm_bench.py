@@ -37,12 +37,15 @@ READ_BW = os.path.join(PEERS, "read_bw")
 BEGIN, END = "<!-- llm-bench:begin -->", "<!-- llm-bench:end -->"
 
 
-def default_models():
-    rows = [("SmolLM2-135M", "Q4_1", SMOLLM2_Q4_1)]
+def default_models(qwen_pp):
+    """(label, type, file, prompt tokens): SmolLM2 prefills --prompt-tokens (512), the Qwen-shaped
+    model --qwen-prompt-tokens (128, the size of the issue's reference figures; 512 on a quiet
+    machine)."""
+    rows = [("SmolLM2-135M", "Q4_1", SMOLLM2_Q4_1, None)]
     for t in ("Q8_0", "F16"):
-        rows.append(("SmolLM2-135M", t, os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf")))
+        rows.append(("SmolLM2-135M", t, os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf"), None))
     for t in ("f16", "q8_0", "q4_0", "q4_k"):
-        rows.append(("Qwen2.5-0.5B shape", t.upper(), os.path.join(MODELS, f"qwen2.5-0.5b-shape-{t}.gguf")))
+        rows.append(("Qwen2.5-0.5B shape", t.upper(), os.path.join(MODELS, f"qwen2.5-0.5b-shape-{t}.gguf"), qwen_pp))
     return rows
 
 
@@ -150,36 +153,39 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--gen-tokens", type=int, default=128)
+    ap.add_argument("--qwen-prompt-tokens", type=int, default=128)
     ap.add_argument("--only", default="", help="comma-separated substrings: only model rows whose label holds one")
     ap.add_argument("--write-readme", action="store_true")
     a = ap.parse_args()
     ensure_llama_bench()
     ensure_read_bw()
-    models = [m for m in default_models() if os.path.exists(m[2])]
-    missing = [m[2] for m in default_models() if not os.path.exists(m[2])]
+    models = [m for m in default_models(a.qwen_prompt_tokens) if os.path.exists(m[2])]
+    missing = [m[2] for m in default_models(a.qwen_prompt_tokens) if not os.path.exists(m[2])]
     for m in missing:
         print(f"missing {m}: .venv-peers/bin/python tools/make_bench_models.py")
     if a.only:
         keys = [k.strip().lower() for k in a.only.split(",")]
         models = [m for m in models if any(k in f"{m[0]} {m[1]}".lower() for k in keys)]
     threads = [int(t) for t in a.threads.split(",")]
-    pp, tg = f"pp{a.prompt_tokens}", f"tg{a.gen_tokens}"
+    tg = f"tg{a.gen_tokens}"
     started = datetime.datetime.now(datetime.timezone.utc)
     loads = [os.getloadavg()[0]]
     samples = {}  # (label, type, threads) -> {"spore": {pp: [], tg: []}, "llama": {...}, "bw": [], "rss": {...}}
     for rnd in range(a.rounds):
-        for name, qtype, path in models:
+        for name, qtype, path, model_pp in models:
+            n_pp = model_pp or a.prompt_tokens
+            pp = f"pp{n_pp}"
             for t in threads:
                 s = samples.setdefault((name, qtype, t), {"spore": {pp: [], tg: []}, "llama": {pp: [], tg: []}, "bw": [],
-                                                         "rss_spore": 0, "rss_llama": 0, "path": path})
+                                                         "rss_spore": 0, "rss_llama": 0, "path": path, "pp": pp})
                 order = ("spore", "llama") if rnd % 2 == 0 else ("llama", "spore")
                 for who in order:
                     if who == "spore":
-                        got, rss, wbytes = spore_bench(a.spore, path, t, a.prompt_tokens, a.gen_tokens)
+                        got, rss, wbytes = spore_bench(a.spore, path, t, n_pp, a.gen_tokens)
                         s["weights_bytes"] = wbytes
                         s["rss_spore"] = max(s["rss_spore"], rss)
                     else:
-                        got, rss = llama_bench(path, t, a.prompt_tokens, a.gen_tokens)
+                        got, rss = llama_bench(path, t, n_pp, a.gen_tokens)
                         s["rss_llama"] = max(s["rss_llama"], rss)
                     for k in (pp, tg):
                         s[who][k].append(got[k])
@@ -191,12 +197,13 @@ def main():
     rows = []
     for (name, qtype, t), s in samples.items():
         med = lambda v: statistics.median(v)
+        pp = s["pp"]
         kv = gguf_kv_bytes_per_token(s["path"]) or 0
         # tg from position 0: attention reads on average (G - 1) / 2 earlier rows per token.
         bytes_per_token = s["weights_bytes"] + kv * (a.gen_tokens - 1) / 2
         bw = med(s["bw"]) * 1e9
         roof = bw / bytes_per_token
-        r = {"model": name, "type": qtype, "threads": t, "file": os.path.relpath(s["path"], ROOT),
+        r = {"model": name, "type": qtype, "threads": t, "pp": pp, "file": os.path.relpath(s["path"], ROOT),
              "spore_pp": med(s["spore"][pp]), "llama_pp": med(s["llama"][pp]),
              "spore_tg": med(s["spore"][tg]), "llama_tg": med(s["llama"][tg]),
              "read_gbs": med(s["bw"]), "roofline_tg": roof,
@@ -243,13 +250,13 @@ def cpu_name():
 def render(rows, a, started, finished, loads):
     lines = [f"Machine: {cpu_name()}, {os.cpu_count()} cores; {started:%Y-%m-%d %H:%M}-{finished:%H:%M} UTC; "
              f"load average (1 min) {min(loads):.1f}-{max(loads):.1f} during the run; {a.rounds} interleaved rounds, "
-             f"medians; pp{a.prompt_tokens} / tg{a.gen_tokens}; llama-bench from llama-cpp-python's sdist "
+             f"medians; prefill test ppN as named per row, decode tg{a.gen_tokens}; llama-bench from llama-cpp-python's sdist "
              f"(vendor/llama.cpp, GGML_NATIVE); both with OMP_WAIT_POLICY=passive.", "",
-             "| model | type | thr | prefill spore | prefill llama.cpp | ratio | decode spore | decode llama.cpp | ratio "
+             "| model | type | thr | test | prefill spore | prefill llama.cpp | ratio | decode spore | decode llama.cpp | ratio "
              "| read GB/s | roofline t/s | spore % roof | llama.cpp % roof | targets (pp, tg) | peak RSS spore / llama.cpp MiB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['type']} | {r['threads']} | {r['spore_pp']:.1f} | {r['llama_pp']:.1f} | "
+        lines.append(f"| {r['model']} | {r['type']} | {r['threads']} | {r['pp']} | {r['spore_pp']:.1f} | {r['llama_pp']:.1f} | "
                      f"{r['pp_ratio']:.2f}x | {r['spore_tg']:.1f} | {r['llama_tg']:.1f} | {r['tg_ratio']:.2f}x | "
                      f"{r['read_gbs']:.1f} | {r['roofline_tg']:.1f} | {100 * r['spore_roof']:.0f}% | "
                      f"{100 * r['llama_roof']:.0f}% | {'met' if r['pp_met'] else 'MISSED'}, "
