@@ -1,7 +1,8 @@
 // The ggml numerics of the LLM ops (NOTE [LLM numerics] in docs/design.md) against float64
-// computations of llama.cpp's rounding steps written out here, at every SIMD level: each
-// reference-mode result differs from these by more than the tolerances (float16 scales, float16
-// probabilities, running-product angles), so a kernel that ignored the attribute fails.
+// computations of llama.cpp's rounding steps written out here, at every SIMD level. For
+// matmul_q, rope and attention the reference-mode result differs from these by more than the
+// tolerances (float16 scales, running-product angles, float16 probabilities), so a kernel that
+// ignored the attribute fails; rms_norm's float64 sum only moves the last bits (checked as such).
 #include <cmath>
 #include <cstring>
 #include <random>
