@@ -7,14 +7,23 @@
 
 namespace spore {
 
+// Every op below takes a `ggml` switch (NOTE [LLM numerics] in docs/design.md): false (the
+// default) computes as a float32 reference does (Hugging Face transformers); true rounds where
+// llama.cpp's CPU backend (ggml) rounds, so that a GGUF model's greedy tokens match llama.cpp's.
+
 // x * rsqrt(mean(x^2 over the last axis) + eps) * weight; weight has x's last extent.
-Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
+// ggml: the sum of squares in float64 (of float32 products), as ggml's rms_norm.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps, bool ggml = false);
 
 struct RopeOptions {
   int64_t seq_axis = -2;     // axis of x that positions index ([B, H, S, D]: -2; [B, S, H, D]: -3)
   bool interleaved = false;  // pairs (2i, 2i+1) (GPT-J, GGUF llama); else (i, i + rot/2) (NeoX, HF)
   double scale = 1.0;        // multiplies cos and sin (LongRoPE / YaRN attention factor)
   bool inverse = false;      // rotate by -angle (the backward rule)
+  // > 0: the angle of frequency i is theta_i * inv_freq[i], theta_0 = position and theta_{i+1} =
+  // theta_i * ggml_theta_scale in float32 (ggml's rope cache: theta_scale = base^(-2/dims)), so
+  // inv_freq then holds only the per-frequency factors (1, or 1 / llama3's divisors).
+  double ggml_theta_scale = 0;
 };
 // Rotary embedding of the first 2 * inv_freq.numel() features of the last axis (the rest pass
 // through): angle = positions[s] * inv_freq[i] in float32, as Hugging Face computes it.
@@ -27,7 +36,10 @@ Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, co
 // 0..past + i, so k and v may be a whole KV cache (T >= past + S; later rows are never read).
 // k and v may be float16/bfloat16 (a cache) under a float32 q. scale <= 0 means 1 / sqrt(D).
 // Result: [B, Hq, S, Dv] in q's dtype.
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale = 0, int64_t past = 0);
+// ggml: the non-flash path of llama.cpp: all scores of a row, then softmax (sum in float64),
+// with q rounded to k's dtype and the probabilities to v's when those are float16 / bfloat16.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale = 0, int64_t past = 0,
+                 bool ggml = false);
 
 // Writes new_kv [B, H, S, D] into cache [B, H, T, D] at rows position..position + S - 1, in place.
 // The cache is float16, bfloat16 or float32 (float64 for float64 new_kv).
@@ -36,6 +48,8 @@ void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position)
 // x float32 [m, k] times a weight [n, k] held as GGUF blocks: a uint8 [n, row_bytes] tensor and
 // the type name (q8_0 q4_0 q4_1 q4_k q5_k q6_k), or a float16 / bfloat16 [n, k] tensor with type
 // "f16" / "bf16". Result float32 [m, n]. Not differentiable.
-Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type);
+// ggml: activations quantised as ggml's q8_0 / q8_1 blocks store them (float16 scale, q8_1's
+// float16 sum) for q8_0 / q4_0 / q4_1, rounded to the weight's 16-bit type for f16 / bf16.
+Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type, bool ggml = false);
 
 }  // namespace spore

@@ -34,6 +34,10 @@ const char* attr_kind_name(AttrKind k);
 struct AttrSpec {
   const char* name;
   AttrKind kind;
+  // An attribute added to an op after IR files were written with it: a file whose node lacks it
+  // (and every later optional one) reads with the kind's zero value (0, 0.0, false), which must
+  // be the op's former behaviour (NOTE [LLM numerics]). Optional attributes come last.
+  bool optional = false;
 };
 
 // Attribute values of one call, positional in the order of the op's schema.

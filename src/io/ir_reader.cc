@@ -106,6 +106,18 @@ struct Reader {
     fail(where + ": bad attribute kind");
   }
 
+  static AttrValue zero_attr(AttrKind kind) {
+    switch (kind) {
+      case AttrKind::kInt: return int64_t{0};
+      case AttrKind::kFloat: return 0.0;
+      case AttrKind::kBool: return false;
+      case AttrKind::kDType: return DType::kFloat32;
+      case AttrKind::kInts: return std::vector<int64_t>{};
+      case AttrKind::kString: return std::string();
+    }
+    return int64_t{0};
+  }
+
   static std::vector<uint32_t> ids(const flatbuffers::Vector<uint32_t>* v) {
     return v ? std::vector<uint32_t>(v->begin(), v->end()) : std::vector<uint32_t>{};
   }
@@ -124,11 +136,17 @@ struct Reader {
         if (!node.def)
           fail(where + ": unknown op; this build's op set (version " + std::to_string(kOpSetVersion) +
                ") has no op of that name");
-        const size_t nattrs = n.attrs() ? n.attrs()->size() : 0;
-        if (nattrs != node.def->attrs.size())
-          fail(where + " has " + std::to_string(nattrs) + " attributes; the op's schema has " + std::to_string(node.def->attrs.size()));
+        const size_t nattrs = n.attrs() ? n.attrs()->size() : 0, nspec = node.def->attrs.size();
+        // Trailing optional attributes (added to the op later) may be missing: a file written
+        // before them reads with their zero value, the op's former behaviour.
+        size_t required = nspec;
+        while (required > 0 && node.def->attrs[required - 1].optional) --required;
+        if (nattrs < required || nattrs > nspec)
+          fail(where + " has " + std::to_string(nattrs) + " attributes; the op's schema has " + std::to_string(nspec) +
+               (required < nspec ? " (the last " + std::to_string(nspec - required) + " optional)" : std::string()));
         std::vector<AttrValue> attrs;
         for (size_t a = 0; a < nattrs; ++a) attrs.push_back(attr(*n.attrs()->Get((flatbuffers::uoffset_t)a), node.def->attrs[a], where));
+        for (size_t a = nattrs; a < nspec; ++a) attrs.push_back(zero_attr(node.def->attrs[a].kind));
         node.attrs = Attrs::from(attrs);
         node.inputs = ids(n.inputs());
         node.outputs = ids(n.outputs());

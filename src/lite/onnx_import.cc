@@ -904,7 +904,7 @@ std::vector<uint32_t> rms_normalization(NodeCtx& c) {
   const double eps = c.f("epsilon", 1e-5);
   const Shape& ws = c.m.shape(scale);
   if (axis == s.ndim() - 1 && ws.ndim() == 1 && ws[0] == s[axis] && c.m.dtype(scale) == c.m.dtype(x))
-    return {c.m.emit(c, OpId::k_rms_norm, {x, scale}, Attrs::of(eps))};
+    return {c.m.emit(c, OpId::k_rms_norm, {x, scale}, Attrs::of(eps, false))};
   std::vector<int64_t> axes;
   for (int d = axis; d < s.ndim(); ++d) axes.push_back(d);
   const uint32_t ms = c.m.emit(c, OpId::k_mean, {c.m.emit(c, OpId::k_mul, {x, x})}, Attrs::of(axes, true));

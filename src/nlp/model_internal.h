@@ -33,7 +33,8 @@ struct Weight {
   bool defined() const { return data.defined(); }
 };
 // x float32 [m, cols] -> [m, rows].
-Tensor linear(const Tensor& x, const Weight& w);
+// ggml: matmul_q's ggml activation rounding (NOTE [LLM numerics]); float32 weights ignore it.
+Tensor linear(const Tensor& x, const Weight& w, bool ggml = false);
 // Rows of an embedding table for `ids` (each checked by the caller): float32 [ids, cols].
 Tensor embed_rows(const Weight& table, const std::vector<int32_t>& ids);
 
@@ -63,6 +64,8 @@ std::unique_ptr<WeightStore> open_gguf_weights(std::shared_ptr<const GgufFile> g
 
 // ---- the decoder (models/decoder.cc) ----
 // `gguf_layout`: the weights come from a GGUF (its names; llama's permuted q/k rows).
-std::shared_ptr<CausalLM> make_decoder_lm(const ModelConfig& config, WeightStore& weights, bool gguf_layout);
+// `ggml_numerics`: the blocks round as llama.cpp does (NOTE [LLM numerics]).
+std::shared_ptr<CausalLM> make_decoder_lm(const ModelConfig& config, WeightStore& weights, bool gguf_layout,
+                                          bool ggml_numerics = false);
 
 }  // namespace spore::nlp

@@ -76,6 +76,13 @@ void verify(LoadedModel& m, const fs::path& artifact_dir, const LoadOptions& o) 
 
 }  // namespace
 
+LoadOptions::Numerics parse_numerics(const std::string& name) {
+  if (name == "auto") return LoadOptions::Numerics::kAuto;
+  if (name == "reference") return LoadOptions::Numerics::kReference;
+  if (name == "ggml") return LoadOptions::Numerics::kGgml;
+  throw Error(ErrorCode::kValue, "numerics '" + name + "' is not one of auto, reference, ggml");
+}
+
 LoadedModel load_model(const fs::path& path, const LoadOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
@@ -103,7 +110,9 @@ LoadedModel load_model(const fs::path& path, const LoadOptions& options) {
     const ModelConfig cfg = ModelConfig::from_gguf(*g);
     auto ws = open_gguf_weights(g);
     m.format = "gguf";
-    m.lm = make_decoder_lm(cfg, *ws, /*gguf_layout=*/true);
+    const bool ggml = options.numerics != LoadOptions::Numerics::kReference;
+    m.numerics = ggml ? "ggml" : "reference";
+    m.lm = make_decoder_lm(cfg, *ws, /*gguf_layout=*/true, ggml);
     if (g->contains("tokenizer.ggml.model")) m.tokenizer = Tokenizer::from_gguf(*g);
     if (g->contains("tokenizer.chat_template")) m.chat_template = ChatTemplate::load_gguf(gguf_path);
   } else {
@@ -111,7 +120,9 @@ LoadedModel load_model(const fs::path& path, const LoadOptions& options) {
     const ModelConfig cfg = ModelConfig::from_hf_json(path / "config.json");
     auto ws = open_safetensors_weights(path);
     m.format = "safetensors";
-    m.lm = make_decoder_lm(cfg, *ws, /*gguf_layout=*/false);
+    const bool ggml = options.numerics == LoadOptions::Numerics::kGgml;
+    m.numerics = ggml ? "ggml" : "reference";
+    m.lm = make_decoder_lm(cfg, *ws, /*gguf_layout=*/false, ggml);
     if (fs::exists(path / "tokenizer.json", ec)) m.tokenizer = Tokenizer::from_file(path / "tokenizer.json");
     if (fs::exists(path / "chat_template.jinja", ec) || fs::exists(path / "tokenizer_config.json", ec)) {
       try {

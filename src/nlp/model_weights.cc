@@ -18,9 +18,9 @@
 
 namespace spore::nlp {
 
-Tensor linear(const Tensor& x, const Weight& w) {
+Tensor linear(const Tensor& x, const Weight& w, bool ggml) {
   if (w.qtype.empty()) return matmul(x, transpose(w.data, 0, 1));
-  return matmul_q(x, w.data, w.qtype);
+  return matmul_q(x, w.data, w.qtype, ggml);
 }
 
 Tensor embed_rows(const Weight& table, const std::vector<int32_t>& ids) {

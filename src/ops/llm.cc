@@ -65,12 +65,14 @@ void infer_rope(const InferArgs& a, Inference& out) {
     op_error(a.def, ErrorCode::kShape,
              "inv_freq has " + std::to_string(freq.shape()[0]) + " frequencies; the rotary part (2 per frequency) "
              "must be non-empty and fit the feature axis of " + std::to_string(d));
+  if (!(a.attrs.f(4) >= 0 && a.attrs.f(4) < 1))
+    op_error(a.def, ErrorCode::kValue, "ggml_theta_scale must be in [0, 1) (0: angles as Hugging Face forms them)");
   infer_same_as_input(a, out);
 }
 
 // A rotation's transpose is the rotation by the opposite angle (with the same scale).
 std::vector<Tensor> rope_backward(const BackwardArgs& b) {
-  RopeOptions o{b.attrs.i(0), b.attrs.b(1), b.attrs.f(2), !b.attrs.b(3)};
+  RopeOptions o{b.attrs.i(0), b.attrs.b(1), b.attrs.f(2), !b.attrs.b(3), b.attrs.f(4)};
   return {rope(b.grad_outputs[0], b.inputs[1], b.inputs[2], o), Tensor(), Tensor()};
 }
 
@@ -179,18 +181,20 @@ void infer_kv_cache_write(const InferArgs& a, Inference& out) {
 }  // namespace
 
 void define_llm_ops(OpTable& table) {
-  OpDef& rn = define(table, OpId::k_rms_norm, 2, {{"eps", AttrKind::kFloat}});
+  OpDef& rn = define(table, OpId::k_rms_norm, 2, {{"eps", AttrKind::kFloat}, {"ggml", AttrKind::kBool, true}});
   rn.infer = infer_rms_norm;
   rn.promote_mask = 0b11;
   rn.backward = &rms_norm_backward;
 
   OpDef& rp = define(table, OpId::k_rope, 3,
                      {{"seq_axis", AttrKind::kInt}, {"interleaved", AttrKind::kBool},
-                      {"scale", AttrKind::kFloat}, {"inverse", AttrKind::kBool}});
+                      {"scale", AttrKind::kFloat}, {"inverse", AttrKind::kBool},
+                      {"ggml_theta_scale", AttrKind::kFloat, true}});
   rp.infer = infer_rope;
   rp.backward = &rope_backward;
 
-  OpDef& at = define(table, OpId::k_attention, 3, {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}});
+  OpDef& at = define(table, OpId::k_attention, 3, {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt},
+                                                                  {"ggml", AttrKind::kBool, true}});
   at.infer = infer_attention;
   at.backward = &attention_backward;
 

@@ -4,16 +4,16 @@
 
 namespace spore {
 
-Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
-  return dispatch1(OpId::k_rms_norm, {x, weight}, Attrs::of(eps));
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps, bool ggml) {
+  return dispatch1(OpId::k_rms_norm, {x, weight}, Attrs::of(eps, ggml));
 }
 
 Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const RopeOptions& o) {
-  return dispatch1(OpId::k_rope, {x, positions, inv_freq}, Attrs::of(o.seq_axis, o.interleaved, o.scale, o.inverse));
+  return dispatch1(OpId::k_rope, {x, positions, inv_freq}, Attrs::of(o.seq_axis, o.interleaved, o.scale, o.inverse, o.ggml_theta_scale));
 }
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, int64_t past) {
-  return dispatch1(OpId::k_attention, {q, k, v}, Attrs::of(scale, past));
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, int64_t past, bool ggml) {
+  return dispatch1(OpId::k_attention, {q, k, v}, Attrs::of(scale, past, ggml));
 }
 
 void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position) {
@@ -21,8 +21,8 @@ void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position)
   dispatch(OpId::k_kv_cache_write, in, Attrs::of(position));
 }
 
-Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type) {
-  return dispatch1(OpId::k_matmul_q, {x, w}, Attrs::of(type));
+Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type, bool ggml) {
+  return dispatch1(OpId::k_matmul_q, {x, w}, Attrs::of(type, ggml));
 }
 
 }  // namespace spore

@@ -47,7 +47,7 @@ void infer_matmul_q(const InferArgs& a, Inference& out) {
 }  // namespace
 
 void define_quant_ops(OpTable& table) {
-  OpDef& mq = define(table, OpId::k_matmul_q, 2, {{"type", AttrKind::kString}});
+  OpDef& mq = define(table, OpId::k_matmul_q, 2, {{"type", AttrKind::kString}, {"ggml", AttrKind::kBool, true}});
   mq.infer = infer_matmul_q;
   mq.differentiable = false;  // the weights are frozen bytes; gradients go through dequantised copies
 }

@@ -99,7 +99,9 @@ namespace {
 // Max logit difference over the fixture prompts between a GGUF in a kernel format and
 // transformers run on the same rounded weights (reference_<type>.safetensors).
 double quantized_diff(const std::string& family, const std::string& type) {
-  const auto m = nlp::load_model(fixture_dir(family) / ("model-" + type + ".gguf"));
+  nlp::LoadOptions o;
+  o.numerics = nlp::LoadOptions::Numerics::kReference;  // a float reference, not llama.cpp (NOTE [LLM numerics])
+  const auto m = nlp::load_model(fixture_dir(family) / ("model-" + type + ".gguf"), o);
   EXPECT_EQ(m.lm->weight_memory().weights_resident, 0u);  // blocks and f16 used in place
   const Reference ref = load_reference(family);
   const SafeTensors want = load_safetensors(fixture_dir(family) / ("reference_" + type + ".safetensors"));

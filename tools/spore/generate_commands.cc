@@ -40,6 +40,7 @@ struct ModelArgs {
   int64_t top_k = 0, repeat_last_n = 64;
   int threads = 0;
   std::string kv_cache = "f16";
+  std::string numerics = "auto";
   uint64_t seed = 0;
   CLI::Option *temperature_opt = nullptr, *top_k_opt = nullptr, *top_p_opt = nullptr, *min_p_opt = nullptr,
               *repeat_opt = nullptr, *seed_opt = nullptr, *max_memory_opt = nullptr;
@@ -64,6 +65,11 @@ struct ModelArgs {
     cmd->add_option("--kv-cache", kv_cache, "KV cache dtype: f16, bf16 or f32")
         ->check(CLI::IsMember({"f16", "bf16", "f32"}))
         ->capture_default_str();
+    cmd->add_option("--numerics", numerics,
+                    "auto (ggml for GGUF, reference for HF directories), reference (float32 as transformers) or "
+                    "ggml (rounding as llama.cpp, whose greedy tokens it then matches)")
+        ->check(CLI::IsMember({"auto", "reference", "ggml"}))
+        ->capture_default_str();
     cmd->add_option("--context", context, "Tokens of context to allocate (default: what the run needs, or 4096 for chat)")
         ->check(CLI::NonNegativeNumber);
     max_memory_opt = cmd->add_option("--max-memory", max_memory,
@@ -76,6 +82,7 @@ struct ModelArgs {
     nlp::LoadOptions lo;
     lo.allow_unverified = allow_unverified;
     lo.require_tokenizer = true;
+    lo.numerics = nlp::parse_numerics(numerics);
     const std::filesystem::path path = model.empty() ? nlp::default_model_path() : std::filesystem::path(model);
     nlp::LoadedModel m = nlp::load_model(path, lo);
     if (m.verification_overridden)

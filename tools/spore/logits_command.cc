@@ -32,27 +32,38 @@ void add_logits_command(CLI::App& app, Handlers& h) {
   auto ids = std::make_shared<std::string>();
   auto verbose = std::make_shared<bool>(false);
   auto unverified = std::make_shared<bool>(false);
+  auto kv_cache = std::make_shared<std::string>("f32");
+  auto numerics = std::make_shared<std::string>("auto");
   cmd->add_option("--model", *model, "Model directory (config.json + safetensors) or .gguf file; default: the embedded SmolLM2");
   cmd->add_option("--ids", *ids, "Token ids, comma-separated")->required();
   cmd->add_flag("--verbose", *verbose, "Print load time and memory (mapped / resident weights, KV cache) to stderr");
   cmd->add_flag("--allow-unverified", *unverified, "Load even when the artifact does not match its lock");
-  cmd->callback([&h, model, ids, verbose, unverified] {
+  cmd->add_option("--kv-cache", *kv_cache, "KV cache dtype: f32 (default, for float32 references), f16 or bf16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  cmd->add_option("--numerics", *numerics,
+                  "auto (ggml for GGUF, reference for HF directories), reference (float32 as transformers) or ggml "
+                  "(rounding as llama.cpp)")
+      ->check(CLI::IsMember({"auto", "reference", "ggml"}));
+  cmd->callback([&h, model, ids, verbose, unverified, kv_cache, numerics] {
     h.action = [=] {
       const std::vector<int32_t> tokens = parse_id_list(*ids, "--ids");
       nlp::LoadOptions lo;
       lo.allow_unverified = *unverified;
+      lo.numerics = nlp::parse_numerics(*numerics);
       const auto m = nlp::load_model(model->empty() ? nlp::default_model_path() : std::filesystem::path(*model), lo);
       const int64_t n = static_cast<int64_t>(tokens.size());
-      // float32 cache: these logits are compared against float32 references.
-      auto cache = m.lm->make_cache(1, std::min<int64_t>(n, m.lm->config().max_position_embeddings), DType::kFloat32);
+      // float32 cache by default: these logits are compared against float32 references
+      // (llama.cpp's cache is float16: --kv-cache f16 for that comparison).
+      const DType kv = *kv_cache == "f16" ? DType::kFloat16 : *kv_cache == "bf16" ? DType::kBFloat16 : DType::kFloat32;
+      auto cache = m.lm->make_cache(1, std::min<int64_t>(n, m.lm->config().max_position_embeddings), kv);
       if (*verbose) {
         const auto w = m.lm->weight_memory();
         std::fprintf(stderr, "model     %s (%s, %s, %lld layers, vocab %lld)\nload      %.3f s\n",
                      m.path.c_str(), m.lm->config().family.c_str(), m.format.c_str(),
                      (long long)m.lm->config().num_layers, (long long)m.lm->config().vocab_size, m.load_seconds);
-        std::fprintf(stderr, "weights   %s mapped, %s resident\nkv cache  %s (float32, %lld positions)\n",
+        std::fprintf(stderr, "weights   %s mapped, %s resident\nkv cache  %s (%s, %lld positions)\n",
                      mib(w.weights_mapped).c_str(), mib(w.weights_resident).c_str(), mib(cache->nbytes()).c_str(),
-                     (long long)cache->context());
+                     dtype_name(kv), (long long)cache->context());
         if (m.verification_overridden) std::fprintf(stderr, "lock      MISMATCH, loaded with --allow-unverified\n");
       }
       nlp::SequenceChunk c;

@@ -144,7 +144,16 @@ struct LoadOptions {
   // override is recorded in LoadedModel::verification and every report.
   bool allow_unverified = false;
   bool require_tokenizer = false;  // kFormat when the artifact carries none (generate/chat do)
+  // How the blocks round (NOTE [LLM numerics] in docs/design.md): kReference as float32
+  // transformers (the HF fixtures match it within 1e-4), kGgml as llama.cpp's CPU backend (so a
+  // GGUF model's greedy tokens match llama.cpp's); kAuto: ggml for GGUF files, reference for HF
+  // directories.
+  enum class Numerics { kAuto, kReference, kGgml };
+  Numerics numerics = Numerics::kAuto;
 };
+
+// "auto", "reference", "ggml" (kValue naming the accepted names otherwise).
+LoadOptions::Numerics parse_numerics(const std::string& name);
 
 // Everything one artifact provides.
 struct LoadedModel {
@@ -156,6 +165,7 @@ struct LoadedModel {
   GenerationDefaults generation;
   std::optional<VerifyResult> verification;  // when a lock was found
   bool verification_overridden = false;      // loaded despite a mismatch (LoadOptions)
+  std::string numerics;                      // "reference" or "ggml" (auto resolved)
   double load_seconds = 0;
 };
 

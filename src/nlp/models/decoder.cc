@@ -33,7 +33,7 @@ constexpr double kLatentNormEps = 1e-6;
 
 class DecoderLM final : public CausalLM {
  public:
-  DecoderLM(const ModelConfig& config, WeightStore& ws, bool gguf) : cfg_(config) {
+  DecoderLM(const ModelConfig& config, WeightStore& ws, bool gguf, bool ggml) : cfg_(config), ggml_(ggml) {
     const Family* fam = nullptr;
     for (const Family* f : models::all_families())
       if (f->name == cfg_.family) fam = f;
@@ -93,6 +93,17 @@ class DecoderLM final : public CausalLM {
     if (gguf && ws.contains("rope_freqs.weight")) rope_div_short_ = rope_div_long_ = ws.vector("rope_freqs.weight", cfg_.rope_dim / 2);
     if (gguf && ws.contains("rope_factors_short.weight")) rope_div_short_ = ws.vector("rope_factors_short.weight", cfg_.rope_dim / 2);
     if (gguf && ws.contains("rope_factors_long.weight")) rope_div_long_ = ws.vector("rope_factors_long.weight", cfg_.rope_dim / 2);
+    // ggml numerics: ggml's own angles (position * theta_scale^i, NOTE [LLM numerics]) where the
+    // table is plain theta (with llama3's divisors as factors); scaled schemes keep HF's table.
+    if (ggml_ && cfg_.rope_scaling.type.empty() && !latent_) {
+      ggml_theta_scale_ = std::pow(static_cast<float>(cfg_.rope_theta), -2.0f / static_cast<float>(cfg_.rope_dim));
+      std::vector<float> factors(static_cast<size_t>(cfg_.rope_dim / 2), 1.0f);
+      if (rope_div_short_.defined()) {
+        const auto f = rope_div_short_.to_vector<float>();
+        for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f / f[i];
+      }
+      ggml_factors_ = Tensor::from_vector(factors, Shape{static_cast<int64_t>(factors.size())});
+    }
     short_inv_ = make_inv_freq(1, rope_div_short_, &short_scale_);
     long_inv_ = make_inv_freq(cfg_.max_position_embeddings + 1, rope_div_long_, &long_scale_);
     if (latent_) {
@@ -175,14 +186,15 @@ class DecoderLM final : public CausalLM {
     ro.seq_axis = -3;  // [1, N, heads, D]
     ro.interleaved = interleaved_;
     ro.scale = long_rope ? long_scale_ : short_scale_;
-    const Tensor& inv = long_rope ? long_inv_ : short_inv_;
+    ro.ggml_theta_scale = ggml_theta_scale_;
+    const Tensor& inv = ggml_factors_.defined() ? ggml_factors_ : long_rope ? long_inv_ : short_inv_;
     const double eps = cfg_.rms_norm_eps, attn_scale = 1.0 / std::sqrt(static_cast<double>(D));
 
     Tensor h = embed_rows(embed_, ids);  // [N, hidden]
     if (embed_scale_ != 1.0) h = mul(h, embed_scale_);
     for (int64_t l = 0; l < cfg_.num_layers; ++l) {
       const Layer& L = layers_[static_cast<size_t>(l)];
-      const Tensor x = rms_norm(h, L.attn_norm, eps);
+      const Tensor x = rms_norm(h, L.attn_norm, eps, ggml_);
       Tensor q, k, v;  // [1, N, heads, D] (v: Dv), rope applied
       if (latent_) {
         latent_qkv(L, x, N, pos, inv, ro, q, k, v);
@@ -199,19 +211,19 @@ class DecoderLM final : public CausalLM {
         const Tensor ks = slice(kc, 0, ch.slot, ch.slot + 1), vs = slice(vc, 0, ch.slot, ch.slot + 1);
         kv_cache_write(ks, heads_first(k), ch.position);
         kv_cache_write(vs, heads_first(v), ch.position);
-        const Tensor a = attention(heads_first(q), ks, vs, attn_scale, ch.position);  // [1, Hq, len, D]
+        const Tensor a = attention(heads_first(q), ks, vs, attn_scale, ch.position, ggml_);  // [1, Hq, len, D]
         outs.push_back(reshape(transpose(a, 1, 2).contiguous(), {len, Hq * Dv}));
         off += len;
       }
       const Tensor attn = outs.size() == 1 ? outs[0] : concat(outs, 0);
-      h = residual(h, linear(attn, L.o));
-      const Tensor y = rms_norm(h, L.ffn_norm, eps);
-      h = residual(h, linear(mul(silu(linear(y, L.gate)), linear(y, L.up)), L.down));
+      h = residual(h, lin(attn, L.o));
+      const Tensor y = rms_norm(h, L.ffn_norm, eps, ggml_);
+      h = residual(h, lin(mul(silu(lin(y, L.gate)), lin(y, L.up)), L.down));
     }
     if (static_cast<int64_t>(keep.size()) != N) h = index_select(h, 0, Tensor::from_vector(keep, Shape{(int64_t)keep.size()}));
-    Tensor out = rms_norm(h, final_norm_, eps);
+    Tensor out = rms_norm(h, final_norm_, eps, ggml_);
     if (head_scale_ != 1.0) out = mul(out, head_scale_);
-    return linear(out, lm_head_);
+    return lin(out, lm_head_);
   }
 
  private:
@@ -227,6 +239,8 @@ class DecoderLM final : public CausalLM {
     return Tensor::from_vector(inv, Shape{static_cast<int64_t>(inv.size())});
   }
 
+  Tensor lin(const Tensor& x, const Weight& w) const { return linear(x, w, ggml_); }
+
   Tensor residual(const Tensor& h, const Tensor& branch) const {
     return add(h, residual_scale_ == 1.0 ? branch : mul(branch, residual_scale_));
   }
@@ -235,9 +249,9 @@ class DecoderLM final : public CausalLM {
   void plain_qkv(const Layer& L, const Tensor& x, int64_t N, const Tensor& pos, const Tensor& inv, const RopeOptions& ro,
                  Tensor& q, Tensor& k, Tensor& v) const {
     const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
-    q = linear(x, L.q);
-    k = linear(x, L.k);
-    v = linear(x, L.v);
+    q = lin(x, L.q);
+    k = lin(x, L.k);
+    v = lin(x, L.v);
     if (L.q_bias.defined()) {
       q = add(q, L.q_bias);
       k = add(k, L.k_bias);
@@ -247,8 +261,8 @@ class DecoderLM final : public CausalLM {
     k = reshape(k, {1, N, Hkv, D});
     v = reshape(v, {1, N, Hkv, D});
     if (L.q_norm.defined()) {
-      q = rms_norm(q, L.q_norm, cfg_.rms_norm_eps);
-      k = rms_norm(k, L.k_norm, cfg_.rms_norm_eps);
+      q = rms_norm(q, L.q_norm, cfg_.rms_norm_eps, ggml_);
+      k = rms_norm(k, L.k_norm, cfg_.rms_norm_eps, ggml_);
     }
     q = rope(q, pos, inv, ro);
     k = rope(k, pos, inv, ro);
@@ -274,6 +288,9 @@ class DecoderLM final : public CausalLM {
 
   ModelConfig cfg_;
   bool interleaved_ = false, latent_ = false;
+  bool ggml_ = false;              // NOTE [LLM numerics]
+  double ggml_theta_scale_ = 0;    // rope's ggml angles (0: HF's)
+  Tensor ggml_factors_;            // with them, the per-frequency factors (1 / rope_freqs)
   double embed_scale_ = 1, residual_scale_ = 1, head_scale_ = 1;  // minicpm3
   Weight embed_, lm_head_;
   Tensor final_norm_, rope_div_short_, rope_div_long_, short_inv_, long_inv_;
@@ -284,8 +301,9 @@ class DecoderLM final : public CausalLM {
 
 }  // namespace
 
-std::shared_ptr<CausalLM> make_decoder_lm(const ModelConfig& config, WeightStore& weights, bool gguf_layout) {
-  return std::make_shared<DecoderLM>(config, weights, gguf_layout);
+std::shared_ptr<CausalLM> make_decoder_lm(const ModelConfig& config, WeightStore& weights, bool gguf_layout,
+                                          bool ggml_numerics) {
+  return std::make_shared<DecoderLM>(config, weights, gguf_layout, ggml_numerics);
 }
 
 }  // namespace spore::nlp
