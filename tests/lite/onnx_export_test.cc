@@ -106,7 +106,7 @@ TEST(OnnxExport, AnOpWithoutAnOnnxEquivalentIsRefusedByName) {
   TensorsFn fn = [](const std::vector<Tensor>& in) {
     const Tensor pos = Tensor::from_vector(std::vector<int64_t>{0, 1, 2}, Shape{3});
     const Tensor freq = Tensor::from_vector(std::vector<float>{1.0f, 0.5f}, Shape{2});
-    return std::vector<Tensor>{dispatch1(OpId::k_rope, {in[0], pos, freq}, Attrs::of(int64_t{0}, false, 1.0, false))};
+    return std::vector<Tensor>{dispatch1(OpId::k_rope, {in[0], pos, freq}, Attrs::of(int64_t{0}, false, 1.0, false, 0.0))};
   };
   expect_error([&] { export_onnx(fn, {random_uniform({3, 4}, 1)}, tmp / "r.onnx"); }, ErrorCode::kUnsupported,
                "export_onnx", "rope", "no ONNX");

@@ -97,7 +97,7 @@ inline std::vector<ExportCase> export_cases() {
       Tensor ids = cast(argmax(x, 2), DType::kInt64);                        // [2, 3]
       Tensor emb = embedding(ids, table);                                    // [2, 3, 4]
       Tensor w = where(gt(x, g), sel, emb);
-      Tensor n = dispatch1(OpId::k_rms_norm, {w, norm_w}, Attrs::of(1e-5));
+      Tensor n = dispatch1(OpId::k_rms_norm, {w, norm_w}, Attrs::of(1e-5, false));
       Tensor e = expand(reshape(sum(c, {2}), {2, 3, 1}), {2, 3, 4});
       Tensor flag = cast(logical_or(le(x, scalar_like(x, 0.0)), ne(g, sel)), DType::kFloat32);
       Tensor flat = argmin(x, std::nullopt, true);  // the flat index over all elements, kept as [1, 1, 1]
