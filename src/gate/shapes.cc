@@ -69,6 +69,45 @@ void head(Problems& p, const json& j, const std::string& object) {
   need(p, j, "", "model", json::value_t::string);
 }
 
+// Each element of the array j[key] (required), as check(element, "key[i]", i) when it is an
+// object and a problem when it is not; `empty` is the problem of an empty array (null: allowed).
+template <typename F>
+void each_object(Problems& p, const json& j, const char* key, const char* empty, F&& check) {
+  const json* a = need(p, j, "", key, json::value_t::array);
+  if (!a) return;
+  if (empty && a->empty()) p.push_back(empty);
+  for (size_t i = 0; i < a->size(); ++i) {
+    const std::string at = std::string(key) + '[' + std::to_string(i) + ']';
+    const json& c = (*a)[i];
+    if (!c.is_object()) {
+      p.push_back(at + " is " + kind(c) + ", expected an object");
+      continue;
+    }
+    check(c, at, i);
+  }
+}
+
+void add_usage(Problems& p, const json& u) {
+  Problems up = check_usage(u, "usage");
+  p.insert(p.end(), up.begin(), up.end());
+}
+
+// A whole (not streamed) completion object: its head, its choices (non-empty, each checked by
+// check_choice as the choice's own fields, then its finish_reason) and its usage (required).
+template <typename F>
+Problems completion_object(const json& j, const std::string& object, F&& check_choice) {
+  Problems p;
+  need_root_object(p, j);
+  if (!j.is_object()) return p;
+  head(p, j, object);
+  each_object(p, j, "choices", "choices is empty", [&](const json& c, const std::string& at, size_t i) {
+    check_choice(p, c, at, i);
+    finish_reason(p, c, at, false);
+  });
+  if (const json* u = need(p, j, "", "usage", json::value_t::object)) add_usage(p, *u);
+  return p;
+}
+
 }  // namespace
 
 bool parse_answer(const std::string& text, json& out, std::string& error) {
@@ -112,56 +151,28 @@ Problems check_models(const json& j) {
   Problems p;
   need_root_object(p, j);
   need_const(p, j, "", "object", "list");
-  if (const json* d = need(p, j, "", "data", json::value_t::array)) {
-    if (d->empty()) p.push_back("data is empty: the server lists no model");
-    for (size_t i = 0; i < d->size(); ++i) {
-      const std::string at = "data[" + std::to_string(i) + "]";
-      const json& m = (*d)[i];
-      if (!m.is_object()) {
-        p.push_back(at + " is " + kind(m) + ", expected an object");
-        continue;
-      }
-      need(p, m, at, "id", json::value_t::string);
-      need_const(p, m, at, "object", "model");
-      need(p, m, at, "created", json::value_t::number_integer);
-      need(p, m, at, "owned_by", json::value_t::string);
-    }
-  }
+  each_object(p, j, "data", "data is empty: the server lists no model", [&](const json& m, const std::string& at, size_t) {
+    need(p, m, at, "id", json::value_t::string);
+    need_const(p, m, at, "object", "model");
+    need(p, m, at, "created", json::value_t::number_integer);
+    need(p, m, at, "owned_by", json::value_t::string);
+  });
   return p;
 }
 
 Problems check_chat_completion(const json& j) {
-  Problems p;
-  need_root_object(p, j);
-  if (!j.is_object()) return p;
-  head(p, j, "chat.completion");
-  if (const json* cs = need(p, j, "", "choices", json::value_t::array)) {
-    if (cs->empty()) p.push_back("choices is empty");
-    for (size_t i = 0; i < cs->size(); ++i) {
-      const std::string at = "choices[" + std::to_string(i) + "]";
-      const json& c = (*cs)[i];
-      if (!c.is_object()) {
-        p.push_back(at + " is " + kind(c) + ", expected an object");
-        continue;
-      }
-      if (const json* ix = need(p, c, at, "index", json::value_t::number_integer); ix && *ix != (int)i)
-        p.push_back(at + ".index is " + ix->dump() + ", expected " + std::to_string(i));
-      if (const json* m = need(p, c, at, "message", json::value_t::object)) {
-        need_const(p, *m, at + ".message", "role", "assistant");
-        auto ct = m->find("content");
-        const bool tools = m->contains("tool_calls") && (*m)["tool_calls"].is_array();
-        if (ct == m->end()) p.push_back(at + ".message.content is missing");
-        else if (!ct->is_string() && !(ct->is_null() && tools))
-          p.push_back(at + ".message.content is " + kind(*ct) + ", expected a string (null only with tool_calls)");
-      }
-      finish_reason(p, c, at, false);
+  return completion_object(j, "chat.completion", [](Problems& p, const json& c, const std::string& at, size_t i) {
+    if (const json* ix = need(p, c, at, "index", json::value_t::number_integer); ix && *ix != (int)i)
+      p.push_back(at + ".index is " + ix->dump() + ", expected " + std::to_string(i));
+    if (const json* m = need(p, c, at, "message", json::value_t::object)) {
+      need_const(p, *m, at + ".message", "role", "assistant");
+      auto ct = m->find("content");
+      const bool tools = m->contains("tool_calls") && (*m)["tool_calls"].is_array();
+      if (ct == m->end()) p.push_back(at + ".message.content is missing");
+      else if (!ct->is_string() && !(ct->is_null() && tools))
+        p.push_back(at + ".message.content is " + kind(*ct) + ", expected a string (null only with tool_calls)");
     }
-  }
-  if (const json* u = need(p, j, "", "usage", json::value_t::object)) {
-    Problems up = check_usage(*u, "usage");
-    p.insert(p.end(), up.begin(), up.end());
-  }
-  return p;
+  });
 }
 
 Problems check_chat_chunk(const json& j) {
@@ -169,55 +180,25 @@ Problems check_chat_chunk(const json& j) {
   need_root_object(p, j);
   if (!j.is_object()) return p;
   head(p, j, "chat.completion.chunk");
-  if (const json* cs = need(p, j, "", "choices", json::value_t::array)) {
-    for (size_t i = 0; i < cs->size(); ++i) {
-      const std::string at = "choices[" + std::to_string(i) + "]";
-      const json& c = (*cs)[i];
-      if (!c.is_object()) {
-        p.push_back(at + " is " + kind(c) + ", expected an object");
-        continue;
-      }
-      need(p, c, at, "index", json::value_t::number_integer);
-      if (const json* d = need(p, c, at, "delta", json::value_t::object)) {
-        if (auto r = d->find("role"); r != d->end() && *r != "assistant")
-          p.push_back(at + ".delta.role is " + r->dump().substr(0, 40) + ", expected \"assistant\"");
-        if (auto ct = d->find("content"); ct != d->end() && !ct->is_string() && !ct->is_null())
-          p.push_back(at + ".delta.content is " + kind(*ct) + ", expected a string");
-      }
-      finish_reason(p, c, at, true);
+  each_object(p, j, "choices", nullptr, [&](const json& c, const std::string& at, size_t) {
+    need(p, c, at, "index", json::value_t::number_integer);
+    if (const json* d = need(p, c, at, "delta", json::value_t::object)) {
+      if (auto r = d->find("role"); r != d->end() && *r != "assistant")
+        p.push_back(at + ".delta.role is " + r->dump().substr(0, 40) + ", expected \"assistant\"");
+      if (auto ct = d->find("content"); ct != d->end() && !ct->is_string() && !ct->is_null())
+        p.push_back(at + ".delta.content is " + kind(*ct) + ", expected a string");
     }
-  }
-  if (auto u = j.find("usage"); u != j.end() && !u->is_null()) {
-    Problems up = check_usage(*u, "usage");
-    p.insert(p.end(), up.begin(), up.end());
-  }
+    finish_reason(p, c, at, true);
+  });
+  if (auto u = j.find("usage"); u != j.end() && !u->is_null()) add_usage(p, *u);
   return p;
 }
 
 Problems check_completion(const json& j) {
-  Problems p;
-  need_root_object(p, j);
-  if (!j.is_object()) return p;
-  head(p, j, "text_completion");
-  if (const json* cs = need(p, j, "", "choices", json::value_t::array)) {
-    if (cs->empty()) p.push_back("choices is empty");
-    for (size_t i = 0; i < cs->size(); ++i) {
-      const std::string at = "choices[" + std::to_string(i) + "]";
-      const json& c = (*cs)[i];
-      if (!c.is_object()) {
-        p.push_back(at + " is " + kind(c) + ", expected an object");
-        continue;
-      }
-      need(p, c, at, "index", json::value_t::number_integer);
-      need(p, c, at, "text", json::value_t::string);
-      finish_reason(p, c, at, false);
-    }
-  }
-  if (const json* u = need(p, j, "", "usage", json::value_t::object)) {
-    Problems up = check_usage(*u, "usage");
-    p.insert(p.end(), up.begin(), up.end());
-  }
-  return p;
+  return completion_object(j, "text_completion", [](Problems& p, const json& c, const std::string& at, size_t) {
+    need(p, c, at, "index", json::value_t::number_integer);
+    need(p, c, at, "text", json::value_t::string);
+  });
 }
 
 Problems check_error_object(const json& j) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 
+#include "lite/import_graph.h"
 #include "mindspore/mind_ir.pb.h"
 #include "spore/error.h"
 #include "spore/mindir.h"
@@ -33,8 +34,6 @@ using spore_mindir::NodeProto;
 using spore_mindir::PrimitiveProto;
 using spore_mindir::TensorProto;
 
-constexpr int64_t kMaxElements = int64_t{1} << 40;       // a tensor larger than this is a hostile shape
-constexpr int64_t kMaxValueElements = int64_t{1} << 31;  // per computed value
 
 [[noreturn]] void fail(ErrorCode code, const std::string& what) { throw Error(code, what); }
 
@@ -77,19 +76,10 @@ bool dtype_of_type_id(int64_t id, DType& out) {
 }
 
 int64_t checked_numel(const google::protobuf::RepeatedField<int64_t>& dims, const std::string& what) {
-  if (dims.size() > kMaxDims)
-    fail(ErrorCode::kUnsupported, what + " has " + std::to_string(dims.size()) + " dimensions; Spore tensors have at most " +
-                                      std::to_string(kMaxDims));
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0)
-      fail(ErrorCode::kUnsupported, what + " has the dynamic extent " + std::to_string(d) +
-                                        "; export the network from MindSpore with a fixed input shape");
-    if (d != 0 && n > kMaxElements / d) fail(ErrorCode::kFormat, what + " has a shape whose element count overflows");
-    n *= d;
-  }
-  if (n > kMaxElements) fail(ErrorCode::kFormat, what + " has more than 2^40 elements");
-  return n;
+  return lite::checked_numel(dims, what, [&](int64_t d) {
+    fail(ErrorCode::kUnsupported,
+         what + " has the dynamic extent " + std::to_string(d) + "; export the network from MindSpore with a fixed input shape");
+  });
 }
 
 // A parameter's (or a Constant tensor's) data, copied out of the protobuf.
@@ -261,51 +251,13 @@ struct NodeCtx {
   }
 };
 
-struct Mapper {
+struct Mapper : lite::GraphBuilder {
   std::string label;
-  ir::Graph g;
-  std::vector<Tensor> probe;  // per value: a placeholder (or the data, for constants) for inference
-
-  uint32_t push(ir::Value v, Tensor p) {
-    g.values.push_back(std::move(v));
-    probe.push_back(std::move(p));
-    return (uint32_t)g.values.size() - 1;
-  }
-  static std::vector<ir::Dim> dims_of(const Shape& s) {
-    std::vector<ir::Dim> d;
-    for (int64_t e : s) d.push_back({e, {}});
-    return d;
-  }
-  static Tensor placeholder(const Shape& s, DType dtype) {
-    Tensor one = Tensor::empty(Shape{}, dtype, Device::cpu());
-    std::vector<int64_t> shape(s.begin(), s.end());
-    return dispatch1(OpId::k_expand, {one}, Attrs::of(shape));
-  }
-  uint32_t constant(Tensor t, ir::ValueKind kind = ir::ValueKind::kConstant, std::string name = {}) {
-    ir::Value v{std::move(name), kind, t.dtype(), dims_of(t.shape()), t};
-    return push(std::move(v), t);
-  }
-  const Shape& shape(uint32_t id) const { return probe[id].shape(); }
-  DType dtype(uint32_t id) const { return probe[id].dtype(); }
 
   // Emits one registry op; its output gets its shape from the registry's inference.
   uint32_t emit(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {}) {
     const OpDef& def = op_def(op);
-    std::vector<Tensor> ts;
-    for (uint32_t id : ins) ts.push_back(probe[id]);
-    Inference inf;
-    try {
-      def.infer(InferArgs{def, ts, attrs}, inf);
-    } catch (const Error& e) {
-      fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
-    }
-    const TensorMeta& t = inf.outputs[0];
-    if (t.shape.numel() > kMaxValueElements)
-      fail(ErrorCode::kUnsupported, c.where + " (mapped onto " + def.name + ") makes a value of shape " + t.shape.str() +
-                                        ", over Lite's 2^31 elements per value");
-    const uint32_t out = push({"", ir::ValueKind::kNode, t.dtype, dims_of(t.shape), {}}, placeholder(t.shape, t.dtype));
-    g.nodes.push_back(ir::Node{&def, attrs, ins, {out}, {}});
-    return out;
+    return add_node(c.where, def, ins, attrs, infer(c.where, def, probes(ins), attrs), 1)[0];
   }
   uint32_t permute2(const NodeCtx& c, uint32_t x) {
     const int r = shape(x).ndim();
@@ -606,7 +558,8 @@ ir::Model map_model(const ModelProto& mp, const std::string& label) {
   std::map<std::string, bool> functions;
   for (const auto& f : mp.functions()) functions.emplace(f.name(), true);
 
-  Mapper m{label, {}, {}};
+  Mapper m;
+  m.label = label;
   std::map<std::string, Ref> names;
   auto define = [&](const std::string& name, Ref r, const std::string& what) {
     if (name.empty()) fail(ErrorCode::kFormat, label + ": " + what + " has an empty name");

@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 
+#include "lite/import_graph.h"
 #include "spore/error.h"
 #include "spore/onnx.h"
 #include "spore/ops.h"
@@ -31,8 +32,6 @@ using ::onnx::NodeProto;
 using ::onnx::TensorProto;
 
 constexpr uint32_t kNone = UINT32_MAX;          // an omitted optional input
-constexpr int64_t kMaxElements = int64_t{1} << 40;  // a tensor larger than this is a hostile shape
-constexpr int64_t kMaxValueElements = int64_t{1} << 31;  // per computed value
 
 [[noreturn]] void fail(ErrorCode code, const std::string& what) { throw Error(code, what); }
 
@@ -57,17 +56,7 @@ std::string onnx_type_name(int32_t t) {
 }
 
 int64_t checked_numel(const std::vector<int64_t>& dims, const std::string& what) {
-  if ((int)dims.size() > kMaxDims)
-    fail(ErrorCode::kUnsupported, what + " has " + std::to_string(dims.size()) + " dimensions; Spore tensors have at most " +
-                                      std::to_string(kMaxDims));
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) fail(ErrorCode::kFormat, what + " has a negative extent " + std::to_string(d));
-    if (d != 0 && n > kMaxElements / d) fail(ErrorCode::kFormat, what + " has a shape whose element count overflows");
-    n *= d;
-  }
-  if (n > kMaxElements) fail(ErrorCode::kFormat, what + " has more than 2^40 elements");
-  return n;
+  return lite::checked_numel(dims, what, [&](int64_t d) { fail(ErrorCode::kFormat, what + " has a negative extent " + std::to_string(d)); });
 }
 
 // A TensorProto (an initializer or a Constant's value) as a CPU tensor, its data copied out.
@@ -175,42 +164,17 @@ struct NodeCtx {
   bool given(size_t k) const { return k < in.size() && in[k] != kNone; }
 };
 
-struct Mapper {
+struct Mapper : lite::GraphBuilder {
   std::string label;
   int64_t opset = 0;
-  ir::Graph g;
-  std::vector<Tensor> probe;  // per value: a placeholder (or the data, for constants) for inference
   std::map<std::string, uint32_t> names;
   const std::map<std::string, Tensor>* given = nullptr;  // read_onnx_with_inputs: every input's tensor
   std::set<std::string> used;                             // the inputs whose values were read
 
-  uint32_t push(ir::Value v, Tensor p) {
-    g.values.push_back(std::move(v));
-    probe.push_back(std::move(p));
-    return (uint32_t)g.values.size() - 1;
-  }
-  static std::vector<ir::Dim> dims_of(const Shape& s) {
-    std::vector<ir::Dim> d;
-    for (int64_t e : s) d.push_back({e, {}});
-    return d;
-  }
-  // A placeholder of this shape: one element broadcast (stride 0), for shape inference only.
-  static Tensor placeholder(const Shape& s, DType dtype) {
-    Tensor one = Tensor::empty(Shape{}, dtype, Device::cpu());
-    std::vector<int64_t> shape(s.begin(), s.end());
-    return dispatch1(OpId::k_expand, {one}, Attrs::of(shape));
-  }
-  uint32_t constant(Tensor t, std::string name = {}) {
-    ir::Value v{std::move(name), ir::ValueKind::kConstant, t.dtype(), dims_of(t.shape()), t};
-    return push(std::move(v), t);
-  }
   template <typename T>
   uint32_t constant_of(const std::vector<T>& values, const Shape& shape) {
     return constant(Tensor::from_vector(values, shape));
   }
-  const Tensor& meta(uint32_t id) const { return probe[id]; }
-  const Shape& shape(uint32_t id) const { return probe[id].shape(); }
-  DType dtype(uint32_t id) const { return probe[id].dtype(); }
   // The data of a value that must be known when the graph is mapped (a Reshape's shape, Slice's
   // starts): an initializer or a Constant.
   const Tensor& data(const NodeCtx& c, uint32_t id, const char* what) {
@@ -239,14 +203,8 @@ struct Mapper {
   // Emits one registry op; its outputs get shapes from the registry's inference.
   std::vector<uint32_t> emit_all(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {}) {
     const OpDef& def = op_def(op);
-    std::vector<Tensor> ts;
-    for (uint32_t id : ins) ts.push_back(probe[id]);
-    Inference inf;
-    try {
-      def.infer(InferArgs{def, ts, attrs}, inf);
-    } catch (const Error& e) {
-      fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
-    }
+    const std::vector<Tensor> ts = probes(ins);
+    const Inference inf = infer(c.where, def, ts, attrs);
     // Small results of constants and initializers are computed now (the registry's eager kernels,
     // the same the executor would run), so that the mapping sees their values: a Range's limit
     // from a Size, an axes input made by a Constant and a Sub, a shape gathered from a Shape.
@@ -261,19 +219,7 @@ struct Mapper {
       }
     }
     // A hostile Range or ConstantOfShape must not become an allocation Lite attempts.
-    for (int o = 0; o < inf.num_outputs; ++o)
-      if (inf.outputs[o].shape.numel() > kMaxValueElements)
-        fail(ErrorCode::kUnsupported, c.where + " (mapped onto " + def.name + ") makes a value of shape " +
-                                          inf.outputs[o].shape.str() + ", over Lite's 2^31 elements per value");
-    ir::Node n{&def, attrs, ins, {}, {}};
-    std::vector<uint32_t> outs;
-    for (int o = 0; o < inf.num_outputs; ++o) {
-      const TensorMeta& t = inf.outputs[o];
-      outs.push_back(push({"", ir::ValueKind::kNode, t.dtype, dims_of(t.shape), {}}, placeholder(t.shape, t.dtype)));
-    }
-    n.outputs = outs;
-    g.nodes.push_back(std::move(n));
-    return outs;
+    return add_node(c.where, def, ins, attrs, inf, inf.num_outputs);
   }
   uint32_t emit(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {}) {
     return emit_all(c, op, ins, attrs)[0];
@@ -1138,7 +1084,7 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
       dims.push_back({-1, symbol});
       probe_shape.push_back(extents.at(symbol));
     }
-    if (checked_numel(probe_shape, label + ": input '" + in.name() + "'") > kMaxValueElements)
+    if (checked_numel(probe_shape, label + ": input '" + in.name() + "'") > lite::kMaxValueElements)
       fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' has over Lite's 2^31 elements per value");
     const uint32_t id = m.push({in.name(), ir::ValueKind::kInput, dtype, dims, {}}, Mapper::placeholder(Shape(probe_shape), dtype));
     m.names[in.name()] = id;

@@ -21,6 +21,7 @@
 #include "gate/shapes.h"
 #include "gate/sse.h"
 #include "gate/stats.h"
+#include "serve/serve_test_util.h"
 #include "spore/gate.h"
 #include "spore/probe/report.h"
 
@@ -28,6 +29,7 @@ namespace {
 
 using nlohmann::json;
 using namespace spore::gate;
+using namespace spore::test;
 
 // ---- the parts ----
 
@@ -340,37 +342,10 @@ TEST(GateFake, HealthFailuresStopTheRest) {
 
 // ---- against the real server ----
 
-std::filesystem::path model_path() { return std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct"; }
-
-bool have_model() {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(model_path(), ec))
-    if (e.path().extension() == ".gguf") return true;
-  return false;
-}
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, (sockaddr*)&a, sizeof a);
-  socklen_t n = sizeof a;
-  getsockname(fd, (sockaddr*)&a, &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(GateServe, SporeServePassesEveryCheck) {
   if (!have_model()) GTEST_SKIP() << "no model at " << model_path() << " (scripts/fetch-model.sh fetches it)";
-  const int port = free_port();
-  const std::string bin = std::string(SPORE_BINARY_DIR) + "/bin/spore", port_s = std::to_string(port);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execl(bin.c_str(), bin.c_str(), "serve", "--port", port_s.c_str(), "--slots", "2", "--ctx", "512", "--api-key", "k1",
-          "--threads", "2", (char*)nullptr);
-    _exit(127);
-  }
+  const std::string port_s = std::to_string(free_port());
+  const pid_t pid = start_serve({"--port", port_s, "--slots", "2", "--ctx", "512", "--api-key", "k1", "--threads", "2"});
   GateOptions o;
   o.url = "http://127.0.0.1:" + port_s;
   o.api_key = "k1";
@@ -385,9 +360,7 @@ TEST(GateServe, SporeServePassesEveryCheck) {
     if (check(r, "health").evidence.value("status", 0L) != 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  stop_serve(pid);
   EXPECT_TRUE(r.passed()) << verdicts(r);
   EXPECT_EQ(r.model, "SmolLM2-135M-Instruct.Q4_1");
   EXPECT_EQ(r.load.failed, 0);

@@ -18,35 +18,14 @@
 #include <thread>
 #include <vector>
 
+#include "serve/serve_test_util.h"
 #include "spore/nlp/generate.h"
 
 namespace {
 
 using nlohmann::json;
+using namespace spore::test;
 const char* kKey = "test-key-123";
-
-std::filesystem::path model_path() {
-  return std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct";
-}
-bool have_model() {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(model_path(), ec)) return false;
-  for (const auto& e : std::filesystem::directory_iterator(model_path(), ec))
-    if (e.path().extension() == ".gguf") return true;
-  return false;
-}
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, (sockaddr*)&a, sizeof a);
-  socklen_t n = sizeof a;
-  getsockname(fd, (sockaddr*)&a, &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // A raw HTTP/1.1 exchange: the test sees the bytes as a curl user would.
 int connect_to(int port) {
@@ -107,14 +86,8 @@ class Serve : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!have_model()) return;
     port = free_port();
-    const std::string bin = std::string(SPORE_BINARY_DIR) + "/bin/spore";
-    const std::string port_s = std::to_string(port);
-    pid = fork();
-    if (pid == 0) {
-      execl(bin.c_str(), bin.c_str(), "serve", "--model", model_path().c_str(), "--port", port_s.c_str(), "--slots", "2",
-            "--queue", "1", "--ctx", "512", "--api-key", kKey, "--max-body", "65536", "--threads", "2", (char*)nullptr);
-      _exit(127);
-    }
+    pid = start_serve({"--model", model_path().string(), "--port", std::to_string(port), "--slots", "2", "--queue", "1", "--ctx",
+                       "512", "--api-key", kKey, "--max-body", "65536", "--threads", "2"});
     httplib::Client c("127.0.0.1", port);
     for (int i = 0; i < 600; ++i) {
       auto r = c.Get("/health");
@@ -125,9 +98,7 @@ class Serve : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     if (pid > 0) {
-      kill(pid, SIGTERM);
-      int status = 0;
-      waitpid(pid, &status, 0);
+      const int status = stop_serve(pid);
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "spore serve did not stop cleanly: " << status;
       pid = -1;
     }
