@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -354,9 +355,16 @@ TEST(WhileLoop, TheCommittedLoopFileStillReads) {
     ASSERT_EQ(g.subgraphs.size(), w.subgraphs.size()) << n;
     loops += g.def->id == OpId::k_while_loop;
     for (size_t s = 0; s < w.subgraphs.size(); ++s) {
-      ASSERT_EQ(g.subgraphs[s].nodes.size(), w.subgraphs[s].nodes.size());
-      for (size_t k = 0; k < w.subgraphs[s].nodes.size(); ++k)
-        EXPECT_EQ(g.subgraphs[s].nodes[k].def, w.subgraphs[s].nodes[k].def) << n << " " << s << " " << k;
+      // The same ops, compared as a sorted list: the order a trace records them in follows the
+      // compiler's evaluation order of call arguments (gcc and clang differ), and the committed
+      // file was written by one of them.
+      auto names = [](const ir::Graph& sg) {
+        std::vector<std::string> v;
+        for (const ir::Node& k : sg.nodes) v.push_back(k.def->name);
+        std::sort(v.begin(), v.end());
+        return v;
+      };
+      EXPECT_EQ(names(g.subgraphs[s]), names(w.subgraphs[s])) << n << " " << s;
     }
   }
   EXPECT_EQ(loops, 1);
