@@ -14,6 +14,7 @@
 #include <string>
 
 #include "spore/error.h"
+#include "spore/ir.h"
 #include "spore/tensor.h"
 
 namespace spore::fuzz {
@@ -24,6 +25,19 @@ inline void require(bool ok, const char* what) {
     std::fprintf(stderr, "fuzz contract broken: %s\n", what);
     std::abort();
   }
+}
+
+// An imported graph refers only to values it has: every node has an op, and every node input and
+// output and graph input and output is a value index in range (the importers' fuzz targets).
+inline void require_graph_in_range(const ir::Graph& g) {
+  const size_t n = g.values.size();
+  for (const ir::Node& node : g.nodes) {
+    require(node.def != nullptr, "a node without an op");
+    for (uint32_t id : node.inputs) require(id < n, "a node input out of range");
+    for (uint32_t id : node.outputs) require(id < n, "a node output out of range");
+  }
+  for (uint32_t id : g.inputs) require(id < n, "a graph input out of range");
+  for (uint32_t id : g.outputs) require(id < n, "a graph output out of range");
 }
 
 // The scratch files this process wrote, removed when it exits normally (libFuzzer exits at

@@ -19,12 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
     return 0;
   }
-  const size_t n = m.graph.values.size();
-  for (const ir::Node& node : m.graph.nodes) {
-    fuzz::require(node.def != nullptr, "a node without an op");
-    for (uint32_t id : node.inputs) fuzz::require(id < n, "a node input out of range");
-    for (uint32_t id : node.outputs) fuzz::require(id < n, "a node output out of range");
-  }
-  for (uint32_t id : m.graph.outputs) fuzz::require(id < n, "a graph output out of range");
+  fuzz::require_graph_in_range(m.graph);
   return 0;
 }

@@ -17,18 +17,10 @@ namespace {
 
 using namespace spore;
 using namespace spore::nlp;
+using spore::test::hash_lm;
+using spore::test::hash_logits;
 using spore::test::HistoryLM;
 using spore::test::loaded;
-
-// Logits that depend on the whole history (order included), not just the last token.
-std::vector<float> hash_logits(std::span<const int32_t> h, int64_t vocab) {
-  uint64_t x = 1469598103934665603ull;
-  for (int32_t t : h) x = (x ^ (uint64_t)t) * 1099511628211ull;
-  std::vector<float> l((size_t)vocab);
-  for (int64_t v = 0; v < vocab; ++v)
-    l[(size_t)v] = (float)std::sin((double)((x >> 7) % 100003) * 0.013 + v * 0.7 + h.back() * 0.11) * 3.0f;
-  return l;
-}
 
 // Greedy continuation computed here, without the engine.
 std::vector<int32_t> reference_greedy(std::vector<int32_t> h, int n, int64_t vocab) {
@@ -42,11 +34,7 @@ std::vector<int32_t> reference_greedy(std::vector<int32_t> h, int n, int64_t voc
   return out;
 }
 
-constexpr int64_t kVocab = 64;
-std::shared_ptr<HistoryLM> hash_lm(int64_t max_position = 256) {
-  return std::make_shared<HistoryLM>(kVocab, [](std::span<const int32_t> h) { return hash_logits(h, kVocab); },
-                                     max_position);
-}
+constexpr int64_t kVocab = spore::test::kHashVocab;
 
 GenerateOptions greedy(int64_t n) {
   GenerateOptions o;

@@ -16,22 +16,9 @@ namespace {
 
 using namespace spore;
 using namespace spore::nlp;
+using spore::test::hash_lm;
 using spore::test::HistoryLM;
 using spore::test::loaded;
-
-std::vector<float> hash_logits(std::span<const int32_t> h, int64_t vocab) {
-  uint64_t x = 1469598103934665603ull;
-  for (int32_t t : h) x = (x ^ (uint64_t)t) * 1099511628211ull;
-  std::vector<float> l((size_t)vocab);
-  for (int64_t v = 0; v < vocab; ++v)
-    l[(size_t)v] = (float)std::sin((double)((x >> 7) % 100003) * 0.013 + v * 0.7 + h.back() * 0.11) * 3.0f;
-  return l;
-}
-
-constexpr int64_t kVocab = 64;
-std::shared_ptr<HistoryLM> hash_lm() {
-  return std::make_shared<HistoryLM>(kVocab, [](std::span<const int32_t> h) { return hash_logits(h, kVocab); }, 256);
-}
 
 GenerateOptions greedy(int64_t n) {
   GenerateOptions o;

@@ -4,6 +4,8 @@
 // position, a cache row never written, or a sequence mixed with another changes the logits and
 // shows up as different tokens.
 #pragma once
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -103,6 +105,23 @@ inline nlp::LoadedModel loaded(std::shared_ptr<HistoryLM> lm, std::optional<nlp:
   m.lm = std::move(lm);
   m.tokenizer = std::move(tok);
   return m;
+}
+
+// Logits that depend on the whole history (order included), not just the last token: a HistoryLM
+// over them makes a wrong or reordered cache row change the generated tokens.
+inline std::vector<float> hash_logits(std::span<const int32_t> h, int64_t vocab) {
+  uint64_t x = 1469598103934665603ull;
+  for (int32_t t : h) x = (x ^ (uint64_t)t) * 1099511628211ull;
+  std::vector<float> l((size_t)vocab);
+  for (int64_t v = 0; v < vocab; ++v)
+    l[(size_t)v] = (float)std::sin((double)((x >> 7) % 100003) * 0.013 + v * 0.7 + h.back() * 0.11) * 3.0f;
+  return l;
+}
+
+inline constexpr int64_t kHashVocab = 64;
+inline std::shared_ptr<HistoryLM> hash_lm(int64_t max_position = 256) {
+  return std::make_shared<HistoryLM>(kHashVocab, [](std::span<const int32_t> h) { return hash_logits(h, kHashVocab); },
+                                     max_position);
 }
 
 }  // namespace spore::test
