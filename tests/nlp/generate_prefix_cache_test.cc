@@ -74,23 +74,23 @@ TEST(PrefixCache, ReusedRowsGiveTheSameTokensAndAreCounted) {
   EXPECT_EQ(lm->calls[0][0].tokens, 3);
   Engine fresh(loaded(hash_lm()), eo);
   EXPECT_EQ(second.tokens, run_one(fresh, concat(system, {22, 23, 24}), greedy(6)).tokens);
-  // The previous conversation continued (prompt + answer + more): every held row is reused,
-  // generated tokens included.
+  // The previous conversation continued (prompt + answer + more): the held rows are reused,
+  // generated tokens included, up to the last two prompt tokens (never a one-token piece).
   std::vector<int32_t> cont = concat(system, {22, 23, 24});
   cont.insert(cont.end(), second.tokens.begin(), second.tokens.end() - 1);  // the last one was never fed
   cont.push_back(7);
   const Outcome third = run_one(e, cont, greedy(4));
-  EXPECT_EQ(third.timings.cached_prompt_tokens, (int64_t)cont.size() - 1);
+  EXPECT_EQ(third.timings.cached_prompt_tokens, (int64_t)cont.size() - 2);
   Engine fresh2(loaded(hash_lm()), eo);
   EXPECT_EQ(third.tokens, run_one(fresh2, cont, greedy(4)).tokens);
-  // The very same prompt again: all but its last token reused (that one runs for the logits).
+  // The very same prompt again: all but its last two tokens reused (the last runs for the logits).
   const Outcome again = run_one(e, cont, greedy(4));
-  EXPECT_EQ(again.timings.cached_prompt_tokens, (int64_t)cont.size() - 1);
+  EXPECT_EQ(again.timings.cached_prompt_tokens, (int64_t)cont.size() - 2);
   EXPECT_EQ(again.tokens, third.tokens);
   const PrefixCacheStats s = e.prefix_cache_stats();
   EXPECT_EQ(s.lookups, 4u);
   EXPECT_EQ(s.hits, 3u);
-  EXPECT_EQ(s.reused_tokens, (uint64_t)(10 + 2 * (cont.size() - 1)));
+  EXPECT_EQ(s.reused_tokens, (uint64_t)(10 + 2 * (cont.size() - 2)));
   EXPECT_EQ(s.held_tokens, cont.size() + 3);  // the last run's prompt and 3 of its 4 tokens (the 4th never fed)
 }
 
@@ -126,12 +126,12 @@ TEST(PrefixCache, EvictsTheLeastRecentlyUsedSlotUnderPressure) {
   };
   EXPECT_EQ(check(a), 0);  // slot 0 holds a
   EXPECT_EQ(check(b), 0);  // slot 1 (never used) holds b
-  EXPECT_EQ(check(concat(a, {40})), 6);
+  EXPECT_EQ(check(concat(a, {40, 43})), 6);
   // Both slots hold tokens; c matches neither and takes the least recently used one (b's).
   EXPECT_EQ(check(c), 0);
   EXPECT_EQ(e.prefix_cache_stats().evictions, 1u);
   EXPECT_EQ(check(concat(b, {41})), 0);  // b was evicted
-  EXPECT_EQ(check(concat(c, {42})), 6);  // c is still held
+  EXPECT_EQ(check(concat(c, {42, 44})), 6);  // c is still held
 }
 
 TEST(PrefixCache, TwoPromptsAdmittedTogetherEachComputeTheirRows) {

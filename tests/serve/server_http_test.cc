@@ -253,8 +253,8 @@ TEST_F(Serve, StreamFramingAndUsage) {
   const json usage = json::parse(events[events.size() - 2]);
   EXPECT_TRUE(usage["choices"].empty());
   for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"}) EXPECT_EQ(usage["usage"][k], whole["usage"][k]) << k;
-  // The same conversation again: all but its last prompt token came from the prefix cache.
-  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], whole["usage"]["prompt_tokens"].get<int64_t>() - 1);
+  // The same conversation again: all but its last two prompt tokens came from the prefix cache.
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], whole["usage"]["prompt_tokens"].get<int64_t>() - 2);
   EXPECT_EQ(text, whole["choices"][0]["message"]["content"]);
 }
 

@@ -266,7 +266,11 @@ std::vector<SequenceEvent> Engine::step() {
     c.position = s->fed;
     const int64_t left = (int64_t)s->prompt.size() - s->fed;
     if (left > 0) {
-      c.tokens = std::span<const int32_t>(s->prompt.data() + s->fed, (size_t)std::min(left, m.options.prefill_chunk));
+      // No piece of a longer prompt is a single token (a chunk one short instead), for the
+      // reason prefix_cache.cc's reusable() gives.
+      int64_t piece = std::min(left, m.options.prefill_chunk);
+      if (left - piece == 1 && piece > 1) --piece;
+      c.tokens = std::span<const int32_t>(s->prompt.data() + s->fed, (size_t)piece);
     } else {
       c.tokens = std::span<const int32_t>(s->next);
     }

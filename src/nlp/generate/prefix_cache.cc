@@ -12,6 +12,14 @@ int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   while (i < n && a[i] == b[i]) ++i;
   return (int64_t)i;
 }
+
+// The rows of `held` a prompt may reuse: its common prefix, leaving at least the prompt's last
+// two tokens to compute (one for the logits, and a second so that the computed piece is never a
+// single token: ggml numerics compute one query token in decode order, NOTE [LLM numerics], and
+// a prompt's logits must not depend on whether the cache served it).
+int64_t reusable(std::span<const int32_t> held, std::span<const int32_t> prompt) {
+  return std::min<int64_t>(common_prefix(held, prompt), std::max<int64_t>((int64_t)prompt.size() - 2, 0));
+}
 }  // namespace
 
 PrefixCache::Choice PrefixCache::admit(std::span<const int32_t> prompt, const std::vector<bool>& slot_used,
@@ -30,7 +38,7 @@ PrefixCache::Choice PrefixCache::admit(std::span<const int32_t> prompt, const st
   // so a slot never used goes first and a recent conversation's rows are the last to go.
   for (size_t s = 0; s < slot_used.size(); ++s) {
     if (slot_used[s]) continue;
-    const int64_t m = std::min<int64_t>(common_prefix(held_[s], prompt), (int64_t)prompt.size() - 1);
+    const int64_t m = reusable(held_[s], prompt);
     if (c.slot < 0 || m > c.reuse || (m == c.reuse && last_used_[s] < last_used_[(size_t)c.slot])) {
       c.slot = (int32_t)s;
       c.reuse = m;
@@ -46,7 +54,7 @@ PrefixCache::Choice PrefixCache::admit(std::span<const int32_t> prompt, const st
   if (copy)
     for (size_t s = 0; s < slot_used.size(); ++s) {
       if (!slot_used[s]) continue;
-      const int64_t m = std::min<int64_t>(common_prefix(held_[s], prompt), (int64_t)prompt.size() - 1);
+      const int64_t m = reusable(held_[s], prompt);
       if (m > longer) {
         longer = m;
         from = (int32_t)s;
