@@ -20,7 +20,11 @@ const LlmKernelTable& level_table() {
     t[1] = t[0];
     if (best_simd_level() >= SimdLevel::kAvx2) fill_llm_kernels_avx2(t[1]), fill_quant_kernels_avx2(t[1]);
     t[2] = t[1];
-    if (best_simd_level() >= SimdLevel::kAvx512) fill_llm_kernels_avx512(t[2]), fill_quant_kernels_avx512(t[2]);
+    if (best_simd_level() >= SimdLevel::kAvx512) {
+      fill_llm_kernels_avx512(t[2]);
+      if (cpu_features().avx512vnni) fill_quant_kernels_avx512vnni(t[2]);
+      else fill_quant_kernels_avx512(t[2]);
+    }
     return t;
   }();
   return tables[(int)simd_level()];

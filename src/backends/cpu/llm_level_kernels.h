@@ -20,5 +20,6 @@ void fill_llm_kernels_avx512(LlmKernelTable& t);
 void fill_quant_kernels_generic(LlmKernelTable& t);
 void fill_quant_kernels_avx2(LlmKernelTable& t);
 void fill_quant_kernels_avx512(LlmKernelTable& t);
+void fill_quant_kernels_avx512vnni(LlmKernelTable& t);  // avx512 with VNNI
 
 }  // namespace spore::cpu
