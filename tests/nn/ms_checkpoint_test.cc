@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <unistd.h>
 
@@ -239,6 +240,19 @@ TEST(MsCheckpoint, SlicesAndTheCrcTrailerAreRead) {
   const ms::MsParams p = ms::read_ms_checkpoint_bytes(std::span<const uint8_t>((const uint8_t*)s.data(), s.size()));
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].second.to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST(MsCheckpoint, TensorBytesEndingLikeTheCrcTrailerRoundTrip) {
+  // The last tensor's content ends with "crc_num" and 10 more bytes, as the ms_ckpt fuzz target
+  // produced: without a real trailer the whole file is the checkpoint.
+  Tensor u = Tensor::empty(Shape{6}, DType::kFloat32, Device::cpu());
+  const std::string content = std::string("xxxxxxx") + "crc_num" + "0123456789";  // 24 bytes
+  std::memcpy(u.data_ptr(), content.data(), content.size());
+  const std::vector<uint8_t> bytes = ms::ms_checkpoint_bytes({{"w", u}});
+  ASSERT_EQ(std::string(bytes.end() - 17, bytes.end() - 10), "crc_num");
+  const ms::MsParams p = ms::read_ms_checkpoint_bytes(bytes, "tail.ckpt");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].second.to_bytes(), u.to_bytes());
 }
 
 }  // namespace
