@@ -225,25 +225,12 @@ TEST(MindIR, RandomMutationsReadOrAreTypedErrors) {
     std::ifstream f(kDir / (name + ".mindir"), std::ios::binary);
     seeds.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next = [&] {
-    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-    return state;
-  };
+  ByteMutator mutator(0x9e3779b97f4a7c15ull);
   TempDir dir;
   const fs::path file = dir / "mutated.mindir";
   int accepted = 0;
   for (int r = 0; r < rounds; ++r) {
-    std::vector<uint8_t> b = seeds[next() % seeds.size()];
-    for (int k = 0, n = 1 + (int)(next() % 4); k < n && !b.empty(); ++k) {
-      const size_t at = next() % b.size();
-      switch (next() % 4) {
-        case 0: b[at] ^= (uint8_t)(1u << (next() % 8)); break;
-        case 1: b[at] = (uint8_t)next(); break;
-        case 2: b.resize(at); break;
-        default: b.insert(b.begin() + (long)at, (uint8_t)next()); break;
-      }
-    }
+    std::vector<uint8_t> b = mutator.mutate(seeds);
     try {
       ir::Model m = mindir::read_mindir_bytes(b, "mutated");
       ++accepted;

@@ -15,6 +15,7 @@
 #include "spore/nn/activation.h"
 #include "spore/nn/dense.h"
 #include "spore/ops.h"
+#include "test_util.h"
 
 namespace spore::test {
 namespace {
@@ -194,23 +195,10 @@ TEST(MsCheckpoint, RandomMutationsReadOrAreTypedErrors) {
   const int rounds = env ? std::atoi(env) : 300;
   std::vector<std::vector<uint8_t>> seeds;
   for (const std::string name : {"fp16_linear", "mlp", "cnn", "dtypes"}) seeds.push_back(file_bytes(kDir / (name + ".ckpt")));
-  uint64_t state = 0x2545f4914f6cdd1dull;
-  auto next = [&] {
-    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-    return state;
-  };
+  ByteMutator mutator(0x2545f4914f6cdd1dull);
   int accepted = 0;
   for (int r = 0; r < rounds; ++r) {
-    std::vector<uint8_t> b = seeds[next() % seeds.size()];
-    for (int k = 0, n = 1 + (int)(next() % 4); k < n && !b.empty(); ++k) {
-      const size_t at = next() % b.size();
-      switch (next() % 4) {
-        case 0: b[at] ^= (uint8_t)(1u << (next() % 8)); break;
-        case 1: b[at] = (uint8_t)next(); break;
-        case 2: b.resize(at); break;
-        default: b.insert(b.begin() + (long)at, (uint8_t)next()); break;
-      }
-    }
+    std::vector<uint8_t> b = mutator.mutate(seeds);
     try {
       const ms::MsParams p = ms::read_ms_checkpoint_bytes(b, "mutated");
       ++accepted;
