@@ -489,7 +489,8 @@ TEST_F(Serve, ToolsTheTemplateDropsAreRefused) {
     const std::string data = r->body.substr(pos + 6, end - pos - 6);
     pos = end;
     if (data == "[DONE]") break;
-    const json& d = json::parse(data)["choices"][0]["delta"];
+    const json chunk = json::parse(data);
+    const json& d = chunk["choices"][0]["delta"];
     if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
   }
   EXPECT_EQ(content, whole["choices"][0]["message"]["content"]);
