@@ -203,7 +203,7 @@ std::string nested_array(int depth) { return std::string((size_t)depth, '[') + "
 // objects and arrays inside each other), before anything copies or converts them; a 100,000-deep
 // array used to overflow the stack while the messages were copied (issue 25).
 TEST(ChatTemplateErrors, DeeplyNestedInputIsRefusedWhileParsing) {
-  auto t = ChatTemplate::from_text("{{ messages|length }}{{ tools|length }}");
+  auto t = ChatTemplate::from_text("{{ messages|length }}");
   const std::string deep = nested_array(100000);
   const std::pair<std::string, std::string> inputs[] = {
       {R"([{"role": "user", "content": )" + deep + "}]", "{}"},
@@ -218,7 +218,7 @@ TEST(ChatTemplateErrors, DeeplyNestedInputIsRefusedWhileParsing) {
     EXPECT_TRUE(has(e, "deeper than 64")) << e.what();
   }
   // The bound is exact: messages array, message object and 62 levels of content are 64.
-  EXPECT_EQ(t.render(R"([{"role": "user", "content": )" + nested_array(62) + "}]"), "10");
+  EXPECT_EQ(t.render(R"([{"role": "user", "content": )" + nested_array(62) + "}]"), "1");
   auto e = error_of([&] { t.render(R"([{"role": "user", "content": )" + nested_array(63) + "}]"); });
   EXPECT_TRUE(has(e, "deeper than 64")) << e.what();
 }
