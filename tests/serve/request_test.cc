@@ -92,7 +92,7 @@ TEST(ServeRequest, ErrorCatalogue) {
       {R"({"prompt":["a","b"]})", false, "prompt", "unsupported_value"},
       {R"({"prompt":5})", false, "prompt", "invalid_type"},
       {R"({"prompt":"a","logprobs":9})", false, "logprobs", "invalid_value"},
-      // Zero is parsed as an unsigned integer: it used to slip past lower bounds of 1 (issue 25:
+      // Issue 25: the rows of docs/serve.md's status table. Zero is parsed as an unsigned integer: it used to slip past lower bounds of 1 (issue 25:
       // max_tokens 0 answered 500 from the engine).
       {R"({"messages":[{"role":"user","content":"a"}],"max_tokens":0})", true, "max_tokens", "invalid_value"},
       {R"({"messages":[{"role":"user","content":"a"}],"max_completion_tokens":0})", true, "max_completion_tokens", "invalid_value"},
