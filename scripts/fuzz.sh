@@ -51,6 +51,7 @@ for t in "${targets[@]}"; do
   case $t in
     safetensors_*|checkpoint) extra+=(-dict=tests/fuzz/safetensors.dict) ;;
     report_*) extra+=(-dict=tests/fuzz/json.dict) ;;
+    serve_request) extra+=(-dict=tests/fuzz/serve_request.dict) ;;
   esac
   rc=0
   "$bin" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 -max_len=16384 -print_final_stats=1 \

@@ -251,8 +251,52 @@ def gate_response_seeds():
         {"error": {"message": "bad", "type": "invalid_request_error", "param": None, "code": None}}).encode())
 
 
+def hostile_request_seeds():
+    """Issue 25's hostile bodies for serve_request (byte 0 odd: chat, even: completions): nesting far
+    past the one depth bound in every field (kept under scripts/fuzz.sh's -max_len 16384), the
+    bound's edge, max_(completion_)tokens 0 (a contract break found by the fuzzer), 129 tools; and
+    chat templates that nest a value in itself in a loop (NOTE [Hostile requests])."""
+    user = '{"role":"user","content":"a"}'
+
+    def deep(n, inner="1"):
+        return "[" * n + inner + "]" * n
+
+    def tool(params):
+        return '{"type":"function","function":{"name":"f","parameters":%s}}' % params
+
+    seeds = {
+        "deep_tools": (1, '{"messages":[%s],"tools":%s}' % (user, deep(5000))),
+        "deep_tool_schema": (1, '{"messages":[%s],"tools":[%s]}' % (user, tool('{"a":' * 2000 + "1" + "}" * 2000))),
+        "deep_tool_calls": (1, '{"messages":[{"role":"assistant","tool_calls":[{"type":"function","function":'
+                               '{"name":"f","arguments":%s}}]}]}' % deep(5000)),
+        "deep_messages": (1, '{"messages":%s}' % deep(7000)),
+        "deep_stop": (0, '{"prompt":"a","stop":%s}' % deep(7000, '"x"')),
+        "depth_64_tools": (1, '{"messages":[%s],"tools":[%s]}' % (user, tool(deep(59)))),
+        "depth_65_tools": (1, '{"messages":[%s],"tools":[%s]}' % (user, tool(deep(60)))),
+        "max_completion_tokens_zero": (0, '{"prompt":"a","max_completion_tokens":0}'),
+        "max_tokens_zero_chat": (1, '{"messages":[%s],"max_tokens":0,"n":0,"top_k":-1}' % user),
+        "many_tools": (1, '{"messages":[%s],"tools":[%s]}' % (
+            user, ",".join('{"type":"function","function":{"name":"f%d"}}' % i for i in range(129)))),
+        "tool_choice": (1, '{"messages":[%s],"tools":[%s],"tool_choice":"required"}'
+                           % (user, '{"type":"function","function":{"name":"f"}}')),
+    }
+    for name, (route, body) in seeds.items():
+        put("serve_request", name, bytes([route]) + body.encode())
+    loop = "{%% set ns = namespace(%s) %%}{%% for i in range(100000) %%}%s{%% endfor %%}%s"
+    templates = {
+        "value_nesting_list": loop % ("x=[]", "{% set ns.x = [ns.x] %}", "{{ ns.x }}"),
+        "value_nesting_namespace": loop % ("n=none", "{% set ns.n = namespace(a=ns.n) %}", "{{ ns.n }}"),
+        "value_nesting_loop": loop % ("x=[]", "{% for y in [ns.x, ns.x] %}{% if loop.last %}{% set ns.x = [loop] %}"
+                                              "{% endif %}{% endfor %}", ""),
+        "value_nesting_dict": loop % ("x={}", "{% set ns.x = {'a': ns.x} %}", "{{ ns.x|tojson }}"),
+    }
+    for name, text in templates.items():
+        put("chat_template", name + ".jinja", text.encode())
+
+
 if __name__ == "__main__":
     main()
     tokenizer_seeds()
     mindspore_seeds()
     gate_response_seeds()
+    hostile_request_seeds()

@@ -1,6 +1,7 @@
 // Checked JSON access and the depth-bounded parser (NOTE [Hostile JSON] in docs/design.md).
 #include "probe/json_read.h"
 
+#include "io/json_depth.h"
 #include "spore/error.h"
 #include "spore/probe/report.h"
 
@@ -44,20 +45,13 @@ bool is_true(const Json& j) { return j.is_boolean() && j.get<bool>(); }
 }  // namespace detail
 
 Json parse_json(std::string_view text, const std::string& what) {
-  // nlohmann's parser is iterative, but dump(), the schema validator and every other walk over
-  // the result recurse: refuse deep nesting while parsing, before any of them runs. The callback
-  // sees the depth of each value as it starts.
-  auto bounded = [&](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start ||
-         event == Json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      throw Error(ErrorCode::kFormat, what + " nests objects and arrays deeper than " +
-                                          std::to_string(kMaxJsonDepth) +
-                                          " levels; no Spore report does, so it is refused");
-    return true;
-  };
+  // The one depth bound (io/json_depth.h): dump(), the schema validator and every other walk
+  // over the result recurse.
   try {
-    return Json::parse(text.begin(), text.end(), bounded);
+    return io::parse_json_bounded<Json>(text);
+  } catch (const io::JsonTooDeep&) {
+    throw Error(ErrorCode::kFormat, what + " nests objects and arrays deeper than " + std::to_string(kMaxJsonDepth) +
+                                        " levels; no Spore report does, so it is refused");
   } catch (const Json::exception& e) {
     throw Error(ErrorCode::kFormat, what + " is not JSON: " + e.what());
   }

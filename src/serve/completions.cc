@@ -153,13 +153,22 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 void Server::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
-  const RequestLimits limits{model_id, options.max_messages, worker->context()};
+  const RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
   const CompletionRequest r = parse_completion_request(req.body, chat, limits);
   nlp::GenerateOptions o = r.generate;
   std::vector<int32_t> ids;
   std::string prompt_text;
   if (chat) {
-    ids = model->tokenizer->encode(render_chat(r.messages, r.tools), /*add_special_tokens=*/false);
+    const std::string prompt = render_chat(r.messages, r.tools);
+    // A template that does not show the tools to the model (SmolLM2's, for one) would drop them
+    // without a word and the model could never call them: refuse, as vLLM refuses tools it cannot
+    // honour. Rendered tools that overflow the context are refused below like any long prompt.
+    if (r.tools.is_array() && !r.tools.empty() && render_chat(r.messages, nullptr) == prompt)
+      throw ApiError(400, "This model's chat template does not show tools to the model, so it could not call them; "
+                          "send the request without \"tools\" (or with \"tool_choice\": \"none\"), or serve a model "
+                          "whose template renders tools (Qwen2.5, Qwen3, Llama 3.1 and later)",
+                     "invalid_request_error", "tools", "tools_not_supported");
+    ids = model->tokenizer->encode(prompt, /*add_special_tokens=*/false);
     o.eos_ids = chat_eos;
   } else {
     ids = model->tokenizer->encode(r.prompt);
@@ -184,6 +193,10 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
   reply->tools = chat && r.tools.is_array() && !r.tools.empty();
   reply->job = std::make_shared<Job>(std::move(ids), o);
   if (r.echo) reply->text = prompt_text;
+  // The connection's socket, found here in the thread that serves the request: watched while the
+  // answer waits (nothing is written, so no write can fail) and by the worker at admission.
+  const int peer_fd = PeerSocket::find(req);
+  reply->job->watch_peer(peer_fd);
   if (!worker->submit(reply->job)) {
     metrics.rejected_queue_full();
     res.set_header("Retry-After", "1");
@@ -197,15 +210,20 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
     // Nothing is written until the end, so httplib would never see the client leave: the peer
     // socket is watched between waits (queued or generating) and a departed client's job is
     // cancelled, which frees its slot at once.
-    PeerSocket peer(req);
+    struct Release {  // the socket is not asked about once this handler returns
+      Job& job;
+      ~Release() { job.release_peer(); }
+    } release{*reply->job};
     std::vector<nlp::SequenceEvent> events;
     bool done = false;
     while (!done) {
       events.clear();
       done = reply->job->take(events, 100);
       for (const auto& ev : events) reply->add(ev, reply->text);
-      if (!done && peer.gone()) {
-        worker->cancel(reply->job);
+      // Gone: seen here while waiting, or by the worker when the job left the queue (cancelled).
+      const bool gone = done ? reply->finish == nlp::FinishReason::kCancelled : peer_fd >= 0 && PeerSocket::closed(peer_fd);
+      if (gone) {
+        if (!done) worker->cancel(reply->job);
         metrics.client_disconnected(route);
         send_error(res, ApiError(499, "The client closed the connection before the answer was complete",
                                  "invalid_request_error", "", "client_disconnected"));
@@ -223,8 +241,7 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
   const bool include_usage = r.include_usage;
   auto sent_head = std::make_shared<bool>(false);
   // While a stream waits in the queue (or in a long prefill) nothing is written, so a write
-  // cannot fail: its socket is watched too. Found here, in the thread that serves the request.
-  const int peer_fd = PeerSocket::find(req);
+  // cannot fail: its socket is watched too.
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
@@ -271,16 +288,23 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
           }
           out += "data: [DONE]\n\n";
         }
-        if ((!out.empty() && !sink.write(out.data(), out.size())) ||
+        // The worker cancels a job whose client left while it was queued (at admission).
+        const bool dropped = done && reply->finish == nlp::FinishReason::kCancelled;
+        if (dropped || (!out.empty() && !sink.write(out.data(), out.size())) ||
             (out.empty() && peer_fd >= 0 && PeerSocket::closed(peer_fd))) {
+          reply->job->release_peer();
           worker_ptr->cancel(reply->job);  // the client is gone: free the slot now
           metrics_ptr->client_disconnected(route);
           return false;
         }
-        if (done) sink.done();
+        if (done) {
+          reply->job->release_peer();
+          sink.done();
+        }
         return true;
       },
       [reply, worker_ptr](bool success) {
+        reply->job->release_peer();
         if (!success) worker_ptr->cancel(reply->job);
       });
 }

@@ -73,12 +73,4 @@ bool PeerSocket::closed(int fd) {
   return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;  // ECONNRESET and the like
 }
 
-bool PeerSocket::gone() {
-  if (!looked_) {
-    looked_ = true;
-    fd_ = find(req_);
-  }
-  return fd_ >= 0 && closed(fd_);
-}
-
 }  // namespace spore::serve

@@ -10,25 +10,14 @@ namespace spore::serve {
 
 class PeerSocket {
  public:
-  // The connection is looked up lazily, on the first gone() call: most requests never wait.
-  explicit PeerSocket(const httplib::Request& req) : req_(req) {}
-  // True when the peer has closed (EOF) or reset the connection. Bytes waiting to be read (a
-  // pipelined next request) mean the client is still there. False when the socket cannot be
-  // found (then the old behaviour: the answer runs to the end).
-  bool gone();
-
   // The descriptor of the accepted socket whose local and peer addresses are the request's
-  // (scans /proc/self/fd; -1 when none matches). Call it from the thread serving the request:
-  // httplib closes that socket only after the handler returns, so the number cannot be reused
-  // by another connection meanwhile.
+  // (scans /proc/self/fd; -1 when none matches, as on another platform: then the answer runs to
+  // the end). Call it from the thread serving the request: httplib closes that socket only after
+  // the response is done, so the number cannot be reused by another connection meanwhile.
   static int find(const httplib::Request& req);
-  // The peer has closed or reset `fd` (poll with no wait, then recv with MSG_PEEK).
+  // The peer has closed (EOF) or reset `fd` (poll with no wait, then recv with MSG_PEEK). Bytes
+  // waiting to be read (a pipelined next request) mean the client is still there.
   static bool closed(int fd);
-
- private:
-  const httplib::Request& req_;
-  int fd_ = -1;
-  bool looked_ = false;
 };
 
 }  // namespace spore::serve

@@ -3,6 +3,7 @@
 // 4 stop strings, n = 1 (this server produces one choice).
 #include "serve/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -45,11 +46,16 @@ bool number_in(const json& body, const char* field, double lo, double hi, double
   return true;
 }
 
+// nlohmann parses every non-negative integer as unsigned, so an unsigned value is checked against
+// both ends too (0 used to slip past a lower bound of 1: max_tokens 0 reached the engine).
 bool integer_in(const json& body, const char* field, int64_t lo, int64_t hi, int64_t& out) {
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) return false;
   if (!it->is_number_integer()) throw wrong_type(field, "an integer", *it);
-  if (it->is_number_unsigned() ? it->get<uint64_t>() > (uint64_t)hi : (it->get<int64_t>() < lo || it->get<int64_t>() > hi))
+  const bool in_range = it->is_number_unsigned()
+                            ? it->get<uint64_t>() <= (uint64_t)hi && (lo <= 0 || it->get<uint64_t>() >= (uint64_t)lo)
+                            : it->get<int64_t>() >= lo && it->get<int64_t>() <= hi;
+  if (!in_range)
     throw bad_field(field, it->dump() + " is out of range; use an integer in [" + std::to_string(lo) + ", " +
                                std::to_string(hi) + "]");
   out = it->get<int64_t>();
@@ -120,6 +126,8 @@ json parse_messages(const json& body, const RequestLimits& limits) {
       }
     if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
       if (!tc->is_array()) throw wrong_type(f + ".tool_calls", "a list", *tc);
+      for (size_t k = 0; k < tc->size(); ++k)
+        if (!(*tc)[k].is_object()) throw wrong_type(f + ".tool_calls[" + std::to_string(k) + "]", "an object", (*tc)[k]);
       msg["tool_calls"] = *tc;
     }
     out.push_back(std::move(msg));
@@ -127,31 +135,35 @@ json parse_messages(const json& body, const RequestLimits& limits) {
   return out;
 }
 
-}  // namespace
-
-json parse_json_object(std::string_view body) {
-  json j;
-  try {
-    j = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
-    const std::string what = e.what();
-    if (what.find("UTF-8") != std::string::npos || what.find("utf-8") != std::string::npos)
-      throw ApiError(400, "The request body is not valid UTF-8 (byte " + std::to_string(e.byte) + "); send UTF-8 JSON",
-                     "invalid_request_error", "", "invalid_utf8");
-    throw ApiError(400, "The request body is not valid JSON (at byte " + std::to_string(e.byte) + "); send a JSON object",
-                   "invalid_request_error", "", "invalid_json");
-  } catch (const json::exception& e) {
-    // A number too large for a double (out_of_range.406), found by the fuzz target.
-    throw ApiError(400, std::string("The request body is not valid JSON: ") + e.what(), "invalid_request_error", "",
-                   "invalid_json");
+// OpenAI's tools: a list (at most kMaxTools, OpenAI's own limit) of {"type": "function",
+// "function": {"name": ..., ...}}. The chat template reads them as they are.
+json parse_tools(const json& body) {
+  auto t = body.find("tools");
+  if (t == body.end() || t->is_null()) return nullptr;
+  if (!t->is_array()) throw wrong_type("tools", "a list of tool objects", *t);
+  if (t->size() > (size_t)kMaxTools)
+    throw bad_field("tools", std::to_string(t->size()) + " tools is more than a request may offer (" +
+                                 std::to_string(kMaxTools) + ", as OpenAI's API); send fewer",
+                    "too_many_tools");
+  for (size_t i = 0; i < t->size(); ++i) {
+    const json& tool = (*t)[i];
+    const std::string f = "tools[" + std::to_string(i) + "]";
+    if (!tool.is_object()) throw wrong_type(f, "an object", tool);
+    auto type = tool.find("type");
+    if (type == tool.end() || *type != "function") throw bad_field(f + ".type", "use \"function\"");
+    auto fn = tool.find("function");
+    if (fn == tool.end() || !fn->is_object()) throw bad_field(f + ".function", "missing or not an object", "missing_field");
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string() || name->get<std::string>().empty())
+      throw bad_field(f + ".function.name", "missing or not a non-empty string", "missing_field");
   }
-  if (!j.is_object()) throw ApiError(400, std::string("The request body must be a JSON object, got ") + type_name(j),
-                                     "invalid_request_error", "", "invalid_json");
-  return j;
+  return *t;
 }
 
+}  // namespace
+
 CompletionRequest parse_completion_request(std::string_view body_text, bool chat, const RequestLimits& limits) {
-  const json body = parse_json_object(body_text);
+  const json body = parse_json_object(body_text, limits.max_body_bytes);
   CompletionRequest r;
   r.chat = chat;
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
@@ -163,9 +175,19 @@ CompletionRequest parse_completion_request(std::string_view body_text, bool chat
   }
   if (chat) {
     r.messages = parse_messages(body, limits);
-    if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
-      if (!t->is_array()) throw wrong_type("tools", "a list of tool objects", *t);
-      r.tools = *t;
+    r.tools = parse_tools(body);
+    // tool_choice: "auto" (the default with tools) and "none" (the model is not shown the tools,
+    // as vLLM's --exclude-tools-when-tool-choice-none); forcing a call ("required", a named
+    // function) needs constrained decoding, which this server does not have.
+    if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
+      if (!tc->is_string() && !tc->is_object()) throw wrong_type("tool_choice", "\"auto\", \"none\" or an object", *tc);
+      if (*tc == "none") {
+        r.tools = nullptr;
+      } else if (*tc != "auto") {
+        throw bad_field("tool_choice", "forcing a tool call (\"required\" or a named function) is not supported by this "
+                                       "server; use \"auto\" or \"none\"",
+                        "unsupported_value");
+      }
     }
   } else {
     auto p = body.find("prompt");
@@ -188,10 +210,11 @@ CompletionRequest parse_completion_request(std::string_view body_text, bool chat
   number_in(body, "top_p", 0, 1, s.top_p, /*lo_open=*/true);
   number_in(body, "min_p", 0, 1, s.min_p);
   int64_t top_k = 0;
-  if (integer_in(body, "top_k", 0, 1 << 20, top_k)) s.top_k = top_k;
+  if (integer_in(body, "top_k", -1, 1 << 20, top_k)) s.top_k = std::max<int64_t>(top_k, 0);  // -1: off, as vLLM
   number_in(body, "presence_penalty", -2, 2, s.presence_penalty);
   number_in(body, "frequency_penalty", -2, 2, s.frequency_penalty);
-  number_in(body, "repeat_penalty", 0, 10, s.repetition_penalty, true);
+  number_in(body, "repeat_penalty", 0, 10, s.repetition_penalty, true);      // llama.cpp's name
+  number_in(body, "repetition_penalty", 0, 10, s.repetition_penalty, true);  // vLLM's
   int64_t n = 1;
   if (integer_in(body, "n", 1, 128, n) && n != 1)
     throw bad_field("n", "this server returns one choice per request; send n = 1 (or several requests)", "unsupported_value");

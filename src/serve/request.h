@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "serve/api_error.h"
+#include "serve/json_body.h"
 #include "spore/nlp/generate.h"
 
 namespace spore::serve {
@@ -20,13 +21,16 @@ struct RequestLimits {
   std::string model_id;        // the served model's id; "" accepts any "model"
   int64_t max_messages = 512;  // chat messages per request
   int64_t context = 2048;      // max_tokens may not exceed it
+  std::size_t max_body_bytes = kDefaultMaxBodyBytes;  // larger bodies: 413
 };
+
+inline constexpr int64_t kMaxTools = 128;  // OpenAI's limit on a request's tools
 
 struct CompletionRequest {
   bool chat = false;
   std::string model;
   nlohmann::json messages;     // chat: the messages as the chat template reads them (content as text)
-  nlohmann::json tools;        // chat: the request's tools (null when none)
+  nlohmann::json tools;        // chat: the request's tools (null when none, or tool_choice "none")
   std::string prompt;          // completions: the prompt text
   std::optional<int64_t> max_tokens;
   nlp::GenerateOptions generate;  // sampling fields and stop strings set from the request
@@ -39,8 +43,5 @@ struct CompletionRequest {
 
 // `chat` selects which body is expected. Throws ApiError.
 CompletionRequest parse_completion_request(std::string_view body, bool chat, const RequestLimits& limits);
-
-// Parses a JSON object body (any route) or throws ApiError 400 (invalid JSON, invalid UTF-8, not an object).
-nlohmann::json parse_json_object(std::string_view body);
 
 }  // namespace spore::serve

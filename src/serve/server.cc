@@ -181,7 +181,7 @@ void Server::Impl::routes() {
   }));
   http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    const json body = parse_json_object(req.body);
+    const json body = parse_json_object(req.body, options.max_body_bytes);
     auto c = body.find("content");
     if (c == body.end() || !c->is_string()) throw bad_field("content", "missing or not a string", "invalid_type");
     bool add_special = false, with_pieces = false;
@@ -207,7 +207,7 @@ void Server::Impl::routes() {
   }));
   http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    const json body = parse_json_object(req.body);
+    const json body = parse_json_object(req.body, options.max_body_bytes);
     auto t = body.find("tokens");
     if (t == body.end() || !t->is_array()) throw bad_field("tokens", "missing or not a list of token ids", "invalid_type");
     std::vector<int32_t> ids;
@@ -221,8 +221,8 @@ void Server::Impl::routes() {
   }));
   http.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    RequestLimits lim{model_id, options.max_messages, worker->context()};
-    json body = parse_json_object(req.body);
+    RequestLimits lim{model_id, options.max_messages, worker->context(), options.max_body_bytes};
+    json body = parse_json_object(req.body, options.max_body_bytes);
     body.erase("model");
     body.erase("stream");
     body.erase("stream_options");

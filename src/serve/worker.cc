@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "serve/peer_socket.h"
 #include "spore/error.h"
 
 namespace spore::serve {
@@ -14,6 +15,21 @@ bool Job::take(std::vector<nlp::SequenceEvent>& out, int timeout_ms) {
     events.pop_front();
   }
   return done;
+}
+
+void Job::watch_peer(int fd) {
+  std::lock_guard<std::mutex> lock(peer_mu_);
+  peer_fd_ = fd;
+}
+
+void Job::release_peer() {
+  std::lock_guard<std::mutex> lock(peer_mu_);
+  peer_fd_ = -1;
+}
+
+bool Job::peer_gone() {
+  std::lock_guard<std::mutex> lock(peer_mu_);
+  return peer_fd_ >= 0 && PeerSocket::closed(peer_fd_);
 }
 
 Worker::Worker(const nlp::LoadedModel& model, const nlp::EngineOptions& options, int64_t queue_limit, Metrics& metrics)
@@ -98,7 +114,7 @@ void Worker::loop() {
       std::shared_ptr<Job> job = std::move(incoming_.front());
       incoming_.pop_front();
       try {
-        running_[engine_.add(job->prompt, job->options)] = job;
+        running_[engine_.add(job->prompt, job->options, [job] { return !job->peer_gone(); })] = job;
       } catch (const Error& e) {
         nlp::SequenceEvent ev;
         ev.finished = nlp::FinishReason::kError;

@@ -32,6 +32,18 @@ struct Job {
   // Waits up to `timeout_ms` for events; moves them out. Returns whether the job is done (all
   // events delivered).
   bool take(std::vector<nlp::SequenceEvent>& out, int timeout_ms);
+
+  // The client's socket, asked by the worker when the job leaves the queue for a slot (NOTE
+  // [Server], "Disconnects"): a client that left while queued costs no prefill. The HTTP side
+  // sets it before submitting and releases it before it lets go of the connection (after that
+  // httplib may close the socket and the number may be reused).
+  void watch_peer(int fd);
+  void release_peer();
+  bool peer_gone();  // false when no socket is watched
+
+ private:
+  std::mutex peer_mu_;
+  int peer_fd_ = -1;
 };
 
 class Worker {

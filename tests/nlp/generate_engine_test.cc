@@ -158,6 +158,38 @@ TEST(GenerateEngine, CancelFreesTheSlotAtOnce) {
   EXPECT_TRUE(e.idle());
 }
 
+// A queued sequence whose owner no longer wants it (a server's client that left while it waited,
+// issue 25) is ended as cancelled at admission: asked only once a slot is free, and no forward
+// pass ever carries its prompt. One that is still wanted takes the slot as before.
+TEST(GenerateEngine, StillWantedIsAskedAtAdmission) {
+  auto lm = hash_lm();
+  EngineOptions eo;
+  eo.slots = 1;
+  eo.context = 64;
+  Engine e(loaded(lm), eo);
+  int asked_b = 0, asked_c = 0;
+  bool b_wanted = true;
+  const uint64_t a = e.add({1, 2, 3}, greedy(3));
+  const uint64_t b = e.add({4, 5, 6, 7}, greedy(6), [&] { ++asked_b; return b_wanted; });
+  const uint64_t c = e.add({8, 9}, greedy(2), [&] { ++asked_c; return true; });
+  e.step();
+  EXPECT_EQ(asked_b, 0) << "asked while no slot was free";
+  b_wanted = false;  // b's client leaves while a runs
+  std::map<uint64_t, FinishReason> finish;
+  const auto got = drain(e, &finish);
+  EXPECT_EQ(asked_b, 1);
+  EXPECT_EQ(finish.at(b), FinishReason::kCancelled);
+  EXPECT_EQ(got.count(b), 0u);
+  EXPECT_EQ(e.timings(b).generated_tokens, 0);
+  EXPECT_EQ(asked_c, 1);
+  EXPECT_EQ(finish.at(a), FinishReason::kLength);
+  EXPECT_EQ(finish.at(c), FinishReason::kLength);
+  EXPECT_EQ(got.at(c), reference_greedy({8, 9}, 2, kVocab));
+  // Only a's and c's chunks ever ran: no chunk of b's four-token prompt.
+  for (const auto& call : lm->calls)
+    for (const auto& chunk : call) EXPECT_NE(chunk.tokens, 4) << "b's prompt was computed";
+}
+
 TEST(GenerateEngine, ContextAndMaxTokensEndTheSequence) {
   auto lm = hash_lm();
   EngineOptions eo;

@@ -194,3 +194,60 @@ TEST(ChatTemplateErrors, ExplodingDataStopsAtTheLimits) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string nested_array(int depth) { return std::string((size_t)depth, '[') + "1" + std::string((size_t)depth, ']'); }
+
+// NOTE [Hostile JSON]: the messages and kwargs are parsed under the one bound, kMaxJsonDepth (64
+// objects and arrays inside each other), before anything copies or converts them; a 100,000-deep
+// array used to overflow the stack while the messages were copied (issue 25).
+TEST(ChatTemplateErrors, DeeplyNestedInputIsRefusedWhileParsing) {
+  auto t = ChatTemplate::from_text("{{ messages|length }}");
+  const std::string deep = nested_array(100000);
+  const std::pair<std::string, std::string> inputs[] = {
+      {R"([{"role": "user", "content": )" + deep + "}]", "{}"},
+      {deep, "{}"},
+      {kMessages, R"({"tools": )" + deep + "}"},
+      {kMessages, R"({"documents": )" + deep + "}"},
+      {kMessages, R"({"enable_thinking": )" + deep + "}"},
+  };
+  for (const auto& [messages, kwargs] : inputs) {
+    auto e = error_of([&] { t.render(messages, true, kwargs); });
+    EXPECT_EQ(e.code(), ErrorCode::kFormat);
+    EXPECT_TRUE(has(e, "deeper than 64")) << e.what();
+  }
+  // The bound is exact: messages array, message object and 62 levels of content are 64.
+  EXPECT_EQ(t.render(R"([{"role": "user", "content": )" + nested_array(62) + "}]"), "1");
+  auto e = error_of([&] { t.render(R"([{"role": "user", "content": )" + nested_array(63) + "}]"); });
+  EXPECT_TRUE(has(e, "deeper than 64")) << e.what();
+}
+
+// Printing, comparing and destroying a value recurse through it: a template that nests a value in
+// itself in a loop stops at tmpl::kMaxValueDepth (128) with kValue instead of overflowing the stack.
+TEST(ChatTemplateErrors, ValuesNestedInThemselvesStopAtTheDepthBound) {
+  const char* hostile[] = {
+      "{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+      "{% set ns = namespace(x={}) %}{% for i in range(200000) %}{% set ns.x = {'a': ns.x} %}{% endfor %}{{ ns.x }}",
+      "{% set ns = namespace(n=none) %}{% for i in range(200000) %}{% set ns.n = namespace(a=ns.n) %}{% endfor %}",
+      "{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% set ns.x = dict(a=ns.x) %}{% endfor %}",
+      // loop.previtem hands the iterable's items back inside the loop object
+      "{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% for y in [ns.x, ns.x] %}{% if loop.last %}"
+      "{% set ns.x = [loop] %}{% endif %}{% endfor %}{% endfor %}",
+  };
+  for (const char* text : hostile) {
+    auto e = error_of([&] { ChatTemplate::from_text(text).render(kMessages); });
+    EXPECT_EQ(e.code(), ErrorCode::kValue) << text;
+    EXPECT_TRUE(has(e, "deeper than 128")) << text << ": " << e.what();
+  }
+  // Nesting a template could plausibly build is fine, and prints as Python would.
+  EXPECT_EQ(ChatTemplate::from_text(
+                "{% set ns = namespace(x=[]) %}{% for i in range(3) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}")
+                .render(kMessages),
+            "[[[[]]]]");
+  EXPECT_NO_THROW(ChatTemplate::from_text("{% set ns = namespace(x=[]) %}{% for i in range(100) %}"
+                                          "{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x|tojson|length }}")
+                      .render(kMessages));
+}
+
+}  // namespace

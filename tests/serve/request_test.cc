@@ -92,6 +92,42 @@ TEST(ServeRequest, ErrorCatalogue) {
       {R"({"prompt":["a","b"]})", false, "prompt", "unsupported_value"},
       {R"({"prompt":5})", false, "prompt", "invalid_type"},
       {R"({"prompt":"a","logprobs":9})", false, "logprobs", "invalid_value"},
+      // Issue 25: the rows of docs/serve.md's status table. Zero is parsed as an unsigned integer: it used to slip past lower bounds of 1 (issue 25:
+      // max_tokens 0 answered 500 from the engine).
+      {R"({"messages":[{"role":"user","content":"a"}],"max_tokens":0})", true, "max_tokens", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"max_completion_tokens":0})", true, "max_completion_tokens", "invalid_value"},
+      {R"({"prompt":"a","max_completion_tokens":-3})", false, "max_completion_tokens", "invalid_value"},
+      {R"({"prompt":"a","max_tokens":"10"})", false, "max_tokens", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"n":0})", true, "n", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"n":-1})", true, "n", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"n":1.0})", true, "n", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"top_k":-2})", true, "top_k", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"top_k":true})", true, "top_k", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"min_p":1.5})", true, "min_p", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"top_p":1.01})", true, "top_p", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"temperature":-0.1})", true, "temperature", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"frequency_penalty":-2.5})", true, "frequency_penalty", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"repetition_penalty":0})", true, "repetition_penalty", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"repeat_penalty":-1})", true, "repeat_penalty", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"logprobs":1})", true, "logprobs", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":-1})", true, "top_logprobs", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"seed":1.5})", true, "seed", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"seed":true})", true, "seed", "invalid_type"},
+      {R"({"prompt":"a","logprobs":-1})", false, "logprobs", "invalid_value"},
+      {R"({"prompt":"a","echo":1})", false, "echo", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"ignore_eos":"no"})", true, "ignore_eos", "invalid_type"},
+      // Tools: OpenAI's shape and its limit of 128; forcing a call is not something this server can do.
+      {R"({"messages":[{"role":"user","content":"a"}],"tools":{"type":"function"}})", true, "tools", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tools":[1]})", true, "tools[0]", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"retrieval"}]})", true, "tools[0].type", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{}}]})", true,
+       "tools[0].function.name", "missing_field"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})", true, "tools[0].function", "missing_field"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"required"})", true, "tool_choice", "unsupported_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":{"type":"function","function":{"name":"f"}}})", true,
+       "tool_choice", "unsupported_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":3})", true, "tool_choice", "invalid_type"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[[1]]}]})", true, "messages[0].tool_calls[0]", "invalid_type"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -103,6 +139,108 @@ TEST(ServeRequest, ErrorCatalogue) {
     for (const char* key : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(key)) << key;
     EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
   }
+}
+
+
+std::string nested_array(int depth, const std::string& inner = "1") {
+  return std::string((size_t)depth, '[') + inner + std::string((size_t)depth, ']');
+}
+
+// Issue 25: one request with a 100,000-deep array in any field used to kill the server (copies
+// and dump() recurse). Every body is refused while it is parsed, wherever the nesting is.
+TEST(ServeRequest, DeepNestingAnywhereIsRefusedWhileParsing) {
+  const std::string deep = nested_array(100000);
+  const std::string user = R"({"role":"user","content":"a"})";
+  const std::string bodies[] = {
+      R"({"messages":[)" + user + R"(],"tools":)" + deep + "}",
+      R"({"messages":[)" + user + R"(],"tools":[{"type":"function","function":{"name":"f","parameters":)" + deep + "}}]}",
+      R"({"messages":[{"role":"assistant","tool_calls":)" + deep + "}]}",
+      R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":)" + deep + "}}]}]}",
+      R"({"messages":)" + deep + "}",
+      R"({"messages":[)" + user + R"(],"unknown_field":)" + deep + "}",
+      R"({"messages":[)" + user + R"(],"stop":)" + nested_array(100000, "\"x\"") + "}",
+  };
+  for (const std::string& body : bodies) {
+    const ApiError e = error_of(body);
+    EXPECT_EQ(e.status, 400) << body.substr(0, 80);
+    EXPECT_EQ(e.code, "json_too_deep") << body.substr(0, 80);
+    EXPECT_NE(std::string(e.what()).find("deeper than 64"), std::string::npos) << e.what();
+  }
+  // The other routes' bodies (/tokenize, /detokenize, /apply-template) go through the same parser.
+  for (const std::string& body : {R"({"tokens":)" + deep + "}", R"({"content":"x","add_special":)" + deep + "}"}) {
+    try {
+      parse_json_object(body);
+      ADD_FAILURE() << "accepted " << body.substr(0, 40);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.code, "json_too_deep");
+    }
+  }
+}
+
+// The bound is exactly kMaxJsonDepth (64) containers, the body object counted.
+TEST(ServeRequest, NestingBoundIsExactlyTheSharedLimit) {
+  // body (1) + "x" array: 63 more levels = 64.
+  EXPECT_NO_THROW(parse_json_object(R"({"x":)" + nested_array(63) + "}"));
+  EXPECT_THROW(parse_json_object(R"({"x":)" + nested_array(64) + "}"), ApiError);
+  // A chat body whose tool schema nests 64 levels in all is served.
+  const std::string tool_params = nested_array(64 - 5);  // body, tools, tool, function, parameters
+  const CompletionRequest r = parse_completion_request(
+      R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f","parameters":)" +
+          tool_params + "}}]}",
+      true, limits());
+  EXPECT_EQ(r.tools.size(), 1u);
+}
+
+// One size bound whatever the transport handed over: 413 with the error object.
+TEST(ServeRequest, BodyOverTheSizeLimitIs413) {
+  RequestLimits small = limits();
+  small.max_body_bytes = 64;
+  const std::string body = R"({"prompt":")" + std::string(100, 'x') + R"("})";
+  try {
+    parse_completion_request(body, false, small);
+    ADD_FAILURE() << "accepted a body over the limit";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 413);
+    EXPECT_EQ(e.code, "body_too_large");
+  }
+  EXPECT_NO_THROW(parse_completion_request(body, false, limits()));
+}
+
+// OpenAI takes at most 128 tools; 5,000 used to be accepted and dropped by the template.
+TEST(ServeRequest, ToolCountIsBounded) {
+  auto body_with = [](int n) {
+    std::string body = R"({"messages":[{"role":"user","content":"a"}],"tools":[)";
+    for (int i = 0; i < n; ++i) {
+      if (i) body += ',';
+      body += R"({"type":"function","function":{"name":"f)";
+      body += std::to_string(i);
+      body += R"("}})";
+    }
+    return body + "]}";
+  };
+  EXPECT_EQ(parse_completion_request(body_with(128), true, limits()).tools.size(), 128u);
+  const ApiError e = error_of(body_with(5000));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "tools");
+  EXPECT_EQ(e.code, "too_many_tools");
+}
+
+// Values OpenAI's and vLLM's clients send that mean "off" or "no tools" are accepted as such.
+TEST(ServeRequest, AcceptedSpellingsOfDefaults) {
+  const CompletionRequest r = parse_completion_request(
+      R"({"messages":[{"role":"user","content":"a"}],"top_k":-1,"max_tokens":1,"n":1,"top_logprobs":0,
+          "tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none","repetition_penalty":1.1})",
+      true, limits());
+  EXPECT_EQ(r.generate.sampling.top_k, 0);
+  EXPECT_EQ(*r.max_tokens, 1);
+  EXPECT_TRUE(r.tools.is_null());  // "none": the model is not shown the tools
+  EXPECT_DOUBLE_EQ(r.generate.sampling.repetition_penalty, 1.1);
+  const CompletionRequest a = parse_completion_request(
+      R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f"}}],
+          "tool_choice":"auto"})",
+      true, limits());
+  EXPECT_EQ(a.tools.size(), 1u);
+  EXPECT_EQ(*parse_completion_request(R"({"prompt":"a","max_tokens":2048})", false, limits()).max_tokens, 2048);
 }
 
 }  // namespace

@@ -118,7 +118,11 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a sequence; kValue when the prompt is empty or longer than the context.
-  uint64_t add(std::vector<int32_t> prompt, const GenerateOptions& options);
+  // `still_wanted`, when given, is asked (on the thread that calls step()) just before the queued
+  // sequence would take a slot: false ends it as kCancelled before any of it is computed, so a
+  // server does not spend a prefill on a client that left while it waited.
+  uint64_t add(std::vector<int32_t> prompt, const GenerateOptions& options,
+               std::function<bool()> still_wanted = {});
   // Runs one batched forward pass over the active sequences (admitting queued ones into free
   // slots) and returns what each produced; a finished sequence's slot is free again.
   std::vector<SequenceEvent> step();

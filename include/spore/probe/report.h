@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "spore/json_limits.h"
 #include "spore/probe/probe.h"
 
 namespace spore::probe {
@@ -23,7 +24,7 @@ void write_json(const std::string& path, const Json& report);
 Json read_json(const std::string& path);  // throws kIO / kFormat (parse_json's rules)
 // Parses outside JSON text. Malformed text, or objects and arrays nested deeper than
 // kMaxJsonDepth, is a kFormat error naming `what` (NOTE [Hostile JSON]).
-inline constexpr int kMaxJsonDepth = 64;
+using spore::kMaxJsonDepth;  // the one bound (spore/json_limits.h)
 Json parse_json(std::string_view text, const std::string& what);
 
 // A report as a table (any of the report kinds). Members a malformed report lacks print as "-";

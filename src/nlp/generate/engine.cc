@@ -74,6 +74,7 @@ struct Sequence {
   std::vector<int32_t> next;    // the sampled token waiting to be fed (one element)
   Timings timings;
   Clock::time_point added, started, first;
+  std::function<bool()> still_wanted;  // asked at admission (Engine::add)
 
   Sequence(const SamplingOptions& s, int64_t vocab, std::vector<std::string> stops)
       : sampler(s, vocab), stop(std::move(stops)) {}
@@ -150,7 +151,7 @@ Engine::Engine(const LoadedModel& model, const EngineOptions& options) : impl_(s
 
 Engine::~Engine() = default;
 
-uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options) {
+uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options, std::function<bool()> still_wanted) {
   Impl& m = *impl_;
   if (prompt.empty()) throw Error(ErrorCode::kValue, "generate: the prompt is empty; give at least one token");
   if ((int64_t)prompt.size() > m.context)
@@ -185,6 +186,7 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options
   s->prompt = std::move(prompt);
   s->timings.prompt_tokens = (int64_t)s->prompt.size();
   s->added = Clock::now();
+  s->still_wanted = std::move(still_wanted);
   const uint64_t id = s->id;
   m.queue.push_back(std::move(s));
   return id;
@@ -241,6 +243,15 @@ std::vector<SequenceEvent> Engine::step() {
   // Admission: queued sequences take free slots in arrival order; each starts after the longest
   // prefix of its prompt some free slot's rows still hold (NOTE [Prefix cache]).
   while (!m.queue.empty()) {
+    if (std::find(m.slot_used.begin(), m.slot_used.end(), false) == m.slot_used.end()) break;
+    // The one moment a queued sequence's owner is asked whether it still wants it: after the
+    // wait, before a slot and a prefill are spent on it (a server's client may have left).
+    if (m.queue.front()->still_wanted && !m.queue.front()->still_wanted()) {
+      cancel(m.queue.front()->id);
+      events.insert(events.end(), std::make_move_iterator(m.pending.begin()), std::make_move_iterator(m.pending.end()));
+      m.pending.clear();
+      continue;
+    }
     const detail::PrefixCache::Choice c = m.prefix->admit(
         m.queue.front()->prompt, m.slot_used, m.options.prefix_cache,
         [&m](int32_t from, int32_t to, int64_t begin, int64_t end) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/json_depth.h"
 #include "nlp/template/ast.h"
 #include "nlp/template/interpreter.h"
 #include "spore/error.h"
@@ -27,8 +28,9 @@ namespace {
 const char* kSpecialTokenNames[] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                     "pad_token", "cls_token", "mask_token"};
 
-Value from_json(const Json& j, int depth = 0) {
-  if (depth > 500) throw Error(ErrorCode::kFormat, "chat template input: JSON nests deeper than 500 levels");
+// Recursion is bounded: every JSON here came through parse_json (at most kMaxJsonDepth deep), and
+// make_list / Dict::push check the nesting as the values are built.
+Value from_json(const Json& j) {
   switch (j.type()) {
     case Json::value_t::null: return Value(tmpl::None{});
     case Json::value_t::boolean: return Value(j.get<bool>());
@@ -43,22 +45,25 @@ Value from_json(const Json& j, int depth = 0) {
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(from_json(e, depth + 1));
+      for (const auto& e : j) items.push_back(from_json(e));
       return tmpl::make_list(std::move(items));
     }
     case Json::value_t::object: {
       auto d = std::make_shared<tmpl::Dict>();
       d->items.reserve(j.size());
-      for (const auto& [k, v] : j.items()) d->items.emplace_back(Value(k), from_json(v, depth + 1));
+      for (const auto& [k, v] : j.items()) d->push(Value(k), from_json(v));
       return Value(d);
     }
     default: throw Error(ErrorCode::kFormat, "chat template input: unsupported JSON value (binary)");
   }
 }
 
+// Under the one depth bound (NOTE [Hostile JSON]): copies, dump() and from_json recurse.
 Json parse_json(std::string_view text, const char* what) {
   try {
-    return Json::parse(text.begin(), text.end());
+    return io::parse_json_bounded<Json>(text);
+  } catch (const io::JsonTooDeep& e) {
+    throw Error(ErrorCode::kFormat, std::string(what) + ": " + e.what() + "; no chat input needs that many");
   } catch (const Json::exception& e) {
     throw Error(ErrorCode::kFormat, std::string(what) + " is not valid JSON: " + e.what());
   }

@@ -227,10 +227,11 @@ void ForStmt::exec(Interpreter& in) const {
       e.emplace_back(Value("length"), Value(n));
       e.emplace_back(Value("depth"), Value(1));
       e.emplace_back(Value("depth0"), Value(0));
-      e.emplace_back(Value("previtem"), i > 0 ? items[static_cast<std::size_t>(i - 1)]
-                                              : Value(Undefined{"there is no previous item"}));
-      e.emplace_back(Value("nextitem"), i + 1 < n ? items[static_cast<std::size_t>(i + 1)]
-                                                  : Value(Undefined{"there is no next item"}));
+      // The neighbours are containers the template may nest further: push() keeps the depth.
+      loop->push(Value("previtem"), i > 0 ? items[static_cast<std::size_t>(i - 1)]
+                                          : Value(Undefined{"there is no previous item"}));
+      loop->push(Value("nextitem"), i + 1 < n ? items[static_cast<std::size_t>(i + 1)]
+                                              : Value(Undefined{"there is no next item"}));
       e.emplace_back(Value("cycle"), Value(std::shared_ptr<const Callable>(
                                          std::make_shared<CycleFn>(static_cast<std::size_t>(i)))));
       frame->set("loop", Value(loop));

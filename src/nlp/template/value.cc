@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "nlp/template/pystr.h"
+#include "spore/error.h"
 
 namespace spore::nlp::tmpl {
 
@@ -16,8 +17,27 @@ double Value::as_double() const {
   return boolean() ? 1.0 : 0.0;
 }
 
+int nesting(const Value& v) {
+  if (v.is_list()) return v.list().depth;
+  if (v.is_dict()) return v.dict().depth;
+  if (v.is_namespace()) return v.ns().attrs.depth;
+  return 0;
+}
+
+void check_nesting(const Value& child) {
+  if (nesting(child) >= kMaxValueDepth)
+    throw Error(ErrorCode::kValue, "chat template: lists, dicts and namespaces nest deeper than " +
+                                       std::to_string(kMaxValueDepth) +
+                                       " levels inside each other (a value built into itself in a loop?); "
+                                       "no chat template needs that");
+}
+
 Value make_list(std::vector<Value> items, bool tuple) {
   auto l = std::make_shared<List>();
+  for (const Value& item : items) {
+    check_nesting(item);
+    l->depth = std::max(l->depth, nesting(item) + 1);
+  }
   l->items = std::move(items);
   l->tuple = tuple;
   return Value(std::move(l));
@@ -60,12 +80,21 @@ const Value* Dict::find(std::string_view key) const {
 }
 
 void Dict::set(Value key, Value value) {
+  check_nesting(value);
+  // A replaced value never lowers the depth: a bound kept from above is all the checks need.
+  depth = std::max(depth, nesting(value) + 1);
   for (auto& [k, v] : items) {
     if (equal(k, key)) {
       v = std::move(value);
       return;
     }
   }
+  items.emplace_back(std::move(key), std::move(value));
+}
+
+void Dict::push(Value key, Value value) {
+  check_nesting(value);
+  depth = std::max(depth, nesting(value) + 1);
   items.emplace_back(std::move(key), std::move(value));
 }
 

@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "spore/json_limits.h"
+
 namespace spore::nlp::tmpl {
 
 struct Value;
@@ -23,17 +25,26 @@ struct Undefined {
 };
 struct None {};
 
+// How deep lists, dicts and namespaces may nest inside each other: the JSON inputs' bound (NOTE
+// [Hostile JSON]) plus as many levels again for what a template wraps around them. Printing,
+// comparing, tojson and destroying a value recurse through it, so a template that nests a list
+// in itself in a loop stops with kValue here instead of overflowing the stack.
+inline constexpr int kMaxValueDepth = 2 * kMaxJsonDepth;
+
 struct List {
   std::vector<Value> items;
   bool tuple = false;  // printed "(a, b)" instead of "[a, b]"
+  int depth = 1;       // containers nested in it, itself included (set by make_list)
 };
 
 // Insertion-ordered (Python dicts are), looked up by Python equality of keys.
 struct Dict {
   std::vector<std::pair<Value, Value>> items;
+  int depth = 1;  // as List::depth, kept by set() and push()
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
   void set(Value key, Value value);
+  void push(Value key, Value value);  // a key known to be new (from a JSON object)
 };
 
 struct Namespace {
@@ -96,6 +107,10 @@ struct Value {
   double as_double() const;  // int, bool or float
 };
 
+// Container nesting of a value: 0 for a scalar, List/Dict depth, a namespace's attributes' depth.
+int nesting(const Value& v);
+// Throws kValue when a container holding `child` would nest deeper than kMaxValueDepth.
+void check_nesting(const Value& child);
 Value make_list(std::vector<Value> items, bool tuple = false);
 Value make_dict();
 Value make_markup(std::string s);
