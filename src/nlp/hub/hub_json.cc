@@ -58,8 +58,9 @@ void check_name(std::string_view source, const std::string& name) {
       fail(source, "rfilename " + shown_name(name) + " has an empty, '.' or '..' path component");
     if (!hub_component_ok(part))
       fail(source, "rfilename " + shown_name(name) + " has the component " + shown_name(std::string(part)) +
-                       ", which is not a portable file name (it would be stored as " +
-                       shown_name(safe_file_name(part)) + "; see NOTE [Safe file names])");
+                       ", which is not a portable file name (safe_file_name makes it " +
+                       shown_name(safe_file_name(part)) + "; NOTE [Safe file names]); spore pull keeps a "
+                       "repository's names as they are, so it refuses the listing rather than rename the file");
     start = end + 1;
   }
   if (name == kPartialDir || name.rfind(std::string(kPartialDir) + "/", 0) == 0)

@@ -358,8 +358,8 @@ std::map<std::string, LockedFile> earlier_lock(const fs::path& dir, const std::s
     const ArtifactLock lock = read_artifact_lock(path);
     if (lock.source != "hf:" + repo || lock.revision != commit) return out;
     for (const LockedFile& f : lock.files) out[f.name] = f;
-  } catch (const Error& e) {
-    log(std::string("note: ignoring the unreadable ") + path.string() + " (it is rewritten at the end): " + e.what());
+  } catch (const std::exception& e) {  // best effort: the lock is rewritten at the end anyway
+    if (log) log(std::string("note: ignoring the unreadable ") + path.string() + ": " + e.what());
   }
   return out;
 }
