@@ -33,8 +33,11 @@ bool is_safe_file_name(std::string_view name);
 
 // safe_file_name for each of `names`, then made distinct ignoring ASCII case (so the files are
 // distinct on case-insensitive file systems too): names that were already safe are placed first
-// and keep their exact spelling; the others, in order, get "~2", "~3", ... before any clash. The
-// result has one entry per input, in the input's order.
-std::vector<std::string> unique_safe_file_names(const std::vector<std::string>& names);
+// and keep their exact spelling; the others, in order, get "~2", "~3", ... before any clash. An
+// empty name i stands for `unnamed_prefix` + i ("output3"), or "_" when the prefix is empty, and
+// is placed with the others, so a real name wins its spelling over a made-up one. The result has
+// one entry per input, in the input's order.
+std::vector<std::string> unique_safe_file_names(const std::vector<std::string>& names,
+                                                std::string_view unnamed_prefix = "");
 
 }  // namespace spore

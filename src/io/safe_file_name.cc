@@ -119,7 +119,8 @@ std::string safe_file_name(std::string_view name, std::string_view fallback) {
 
 bool is_safe_file_name(std::string_view name) { return !name.empty() && safe_file_name(name) == name; }
 
-std::vector<std::string> unique_safe_file_names(const std::vector<std::string>& names) {
+std::vector<std::string> unique_safe_file_names(const std::vector<std::string>& names,
+                                                std::string_view unnamed_prefix) {
   std::vector<std::string> out(names.size());
   std::set<std::string> taken;  // lower-cased
   // Names already safe first, so that a model's ordinary names are never the ones renamed.
@@ -131,7 +132,10 @@ std::vector<std::string> unique_safe_file_names(const std::vector<std::string>& 
       later.push_back(i);
   }
   for (size_t i : later) {
-    const std::string base = safe_file_name(names[i]);
+    const std::string base =
+        names[i].empty() && !unnamed_prefix.empty()
+            ? safe_file_name(std::string(unnamed_prefix) + std::to_string(i))
+            : safe_file_name(names[i]);
     std::string candidate = base;
     for (int k = 2; !taken.insert(lower_ascii(candidate)).second; ++k) candidate = base + "~" + std::to_string(k);
     out[i] = candidate;

@@ -81,6 +81,9 @@ TEST(SafeFileName, UniqueNamesKeepSafeOnesAndNumberTheRest) {
   // Already-safe names first ("y", "a_b", "_"), then the rest in order; case does not separate
   // names ("Y~2" takes "y~2").
   EXPECT_EQ(got, (std::vector<std::string>{"a_b~2", "y", "Y~2", "a_b", "_~2", "_~3", "y~3", "_"}));
+  // Unnamed entries are made-up names (prefix + index) and yield to a real name of that spelling.
+  EXPECT_EQ(unique_safe_file_names({"", "output0", "", "x"}, "output"),
+            (std::vector<std::string>{"output0~2", "output0", "output2", "x"}));
   // A numbered name that is itself taken moves on.
   EXPECT_EQ(unique_safe_file_names({"a/b", "a_b", "a_b~2"}), (std::vector<std::string>{"a_b~3", "a_b", "a_b~2"}));
 }

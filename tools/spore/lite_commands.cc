@@ -110,19 +110,19 @@ int run(const LiteRunOptions& o) {
   std::printf("model   %s\ntarget  %s", o.file.c_str(), model.target().c_str());
   for (const auto& s : model.skipped_targets()) std::printf("  (skipped %s)", s.c_str());
   std::printf("\n");
+  // A name from the model as printed (shown_name), then its dtype and shape.
+  auto described = [](const lite::TensorInfo& info) { return shown_name(info.name) + info.str().substr(info.name.size()); };
   for (size_t i = 0; i < inputs.size(); ++i)
-    std::printf("input   %-30s given %s\n", model.inputs()[i].str().c_str(), inputs[i].shape().str().c_str());
+    std::printf("input   %-30s given %s\n", described(model.inputs()[i]).c_str(), inputs[i].shape().str().c_str());
   if (!o.output.empty()) std::filesystem::create_directories(o.output);
   std::vector<std::string> stems;  // unnamed outputs (and internal "%" names) are output<i>
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = model.outputs()[i].name;
-    stems.push_back(name.empty() || name[0] == '%' ? "output" + std::to_string(i) : name);
+    stems.push_back(name.empty() || name[0] == '%' ? std::string() : name);
   }
-  const std::vector<std::string> files = unique_safe_file_names(stems);
+  const std::vector<std::string> files = unique_safe_file_names(stems, "output");
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const lite::TensorInfo& info = model.outputs()[i];
-    const std::string described = shown_name(info.name) + info.str().substr(info.name.size());
-    std::printf("output  %-30s %s", described.c_str(), outputs[i].shape().str().c_str());
+    std::printf("output  %-30s %s", described(model.outputs()[i]).c_str(), outputs[i].shape().str().c_str());
     if (!o.output.empty()) {
       const std::string path = (std::filesystem::path(o.output) / (files[i] + ".npy")).string();
       Tensor out = outputs[i].dtype() == DType::kBFloat16 ? outputs[i].to(DType::kFloat32) : outputs[i];
