@@ -163,6 +163,11 @@ TEST_F(Pull, NamesAnUnknownRevisionOrRepository) {
   expect_error([&] { hub::pull(o); }, ErrorCode::kIO, "404");
   o.repo = "../etc";
   expect_error([&] { hub::pull(o); }, ErrorCode::kValue, "'../etc'");
+  // The default output folder is the name: never ".", never hidden.
+  for (const char* repo : {"o/.", "o/.x", "o/x.", "-o/x", "o/a--b", "o//x"}) {
+    o.repo = repo;
+    expect_error([&] { hub::pull(o); }, ErrorCode::kValue, std::string("'") + repo + "'", "not a repository id");
+  }
 }
 
 TEST_F(Pull, TheCommandLinePullsAndVerifyPasses) {

@@ -189,15 +189,24 @@ std::string encode_path(const std::string& path) {
   return out;
 }
 
+// The Hub's rule (huggingface_hub's validate_repo_id): each part starts and ends with a letter,
+// digit or '_', so the default output folder (the name) can be neither "." nor hidden.
 void check_repo(const std::string& repo) {
   bool ok = !repo.empty() && repo.size() <= 200 && repo.front() != '/' && repo.back() != '/';
   int slashes = 0;
-  for (char c : repo) {
-    if (c == '/') ++slashes;
-    else if (!std::isalnum((unsigned char)c) && c != '-' && c != '_' && c != '.') ok = false;
+  for (size_t i = 0; i < repo.size(); ++i) {
+    const char c = repo[i];
+    if (c == '/') {
+      ++slashes;
+    } else if (!std::isalnum((unsigned char)c) && c != '-' && c != '_' && c != '.') {
+      ok = false;
+    } else if (c == '-' || c == '.') {  // not at either end of a part
+      if (i == 0 || i + 1 == repo.size() || repo[i - 1] == '/' || repo[i + 1] == '/') ok = false;
+    }
   }
-  if (!ok || slashes > 1 || repo.find("..") != std::string::npos)
-    throw Error(ErrorCode::kValue, "spore pull: '" + repo + "' is not a repository id (owner/name, letters, digits, '-', '_', '.')");
+  if (!ok || slashes > 1 || repo.find("..") != std::string::npos || repo.find("--") != std::string::npos)
+    throw Error(ErrorCode::kValue, "spore pull: '" + repo + "' is not a repository id (owner/name: letters, digits, "
+                                   "'-', '_', '.', each part starting and ending with a letter, digit or '_')");
 }
 
 // SHA-256 and the git blob SHA-1 ("blob <size>\0" + bytes) of a file, in one read.
