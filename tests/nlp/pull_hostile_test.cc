@@ -2,7 +2,8 @@
 // it reads is bounded (NOTE [Model hub]). A listing nested 100,000 deep is refused, not a crash;
 // an endless listing stops at kMaxListingBytes; a file sent past its declared size, or past
 // max_undeclared_bytes when none is declared, is refused and removed; a hub that trickles bytes
-// is dropped after the low-speed time; endless headers stop at a bound; a listing holding both
+// is dropped after the low-speed time; endless headers stop at a bound; an earlier lock of the same
+// commit bounds a file the listing does not size; a listing holding both
 // "model.bin" and "model.bin.part" pulls both, since partial files live in kPartialDir.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -103,6 +104,18 @@ TEST_F(PullHostile, AFileWithoutADeclaredSizeIsBounded) {
                "--max-undeclared-size");
   EXPECT_FALSE(fs::exists(o.out / "config.json"));
   EXPECT_FALSE(fs::exists(o.out / "spore.lock.json"));
+}
+
+// The same hub into a folder that an earlier pull of the same commit locked: the lock's size is the
+// bound (24 bytes, not max_undeclared_bytes).
+TEST_F(PullHostile, AnEarlierLockBoundsAFileTheListingDoesNotSize) {
+  const hub::PullOptions o = options("o/bare-endless-file");
+  const fs::path src = root_ / "hub" / "o/bare-endless-file/config.json";
+  fs::create_directories(o.out);
+  write_artifact_lock(o.out / "spore.lock.json", ArtifactLock{o.repo, "hf:" + o.repo, o.revision,
+                                                              {{"config.json", fs::file_size(src), sha256_file(src)}}});
+  expect_error([&] { hub::pull(o); }, ErrorCode::kFormat, "config.json", "more than 24 bytes", "declared");
+  EXPECT_FALSE(fs::exists(o.out / "config.json"));
 }
 
 // 2 bytes a second: each attempt is dropped after low_speed_seconds below low_speed_bytes per

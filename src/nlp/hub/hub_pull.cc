@@ -518,7 +518,8 @@ PullResult pull(const PullOptions& o) {
         const bool declared = t.total.has_value();
         throw Error(ErrorCode::kFormat,
                     "spore pull: " + hf.name + ": the hub sent more than " + std::to_string(t.limit) + " bytes, " +
-                        (declared ? std::string("the size it declared for the file")
+                        (declared ? std::string("the size declared for the file (by the listing, X-Linked-Size or an earlier "
+                                              "pull's spore.lock.json)")
                                   : "the most taken for a file whose size neither the listing nor X-Linked-Size "
                                     "declares (--max-undeclared-size)") +
                         "; the download was removed (if it repeats, the hub serves bad data)");
