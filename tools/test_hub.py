@@ -17,6 +17,13 @@ Repositories named for a failure act it out:
   */missing      the listing names missing.bin, which resolves to 404
   *bare*         the listing has file names only (as without ?blobs=true, or from a mirror that
                  gives no more), so the hashes come from the resolve responses' headers
+Hostile hubs, for the bounds `spore pull` keeps (tests/nlp/pull_hostile_test.cc):
+  */nested-listing   the first sibling's "size" is an array nested 100,000 deep
+  */endless-listing  the listing never ends (a JSON prefix, then siblings until the client leaves)
+  *endless-file*     every file is served without Content-Length or hashes and without end (up to
+                     ENDLESS_CAP bytes, so a client without bounds still finishes)
+  */trickle          every file is served at 2 bytes per second
+  */endless-headers  every resolve response sends header lines until the client leaves
 The commit of a repository is sha1("spore-test-hub:<repo>"). Every request is appended to --log
 as a JSON line {"method", "path", "range"} so a test can see that a resume used Range.
 
@@ -29,10 +36,12 @@ import json
 import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
 LFS_SUFFIXES = (".safetensors", ".gguf", ".bin")
+ENDLESS_CAP = 256 << 20  # what an "endless" body or listing sends at most
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -99,6 +108,49 @@ class Handler(BaseHTTPRequestHandler):
     def not_found(self, what: str):
         self.send_bytes(404, json.dumps({"error": what}).encode(), {"Content-Type": "application/json"})
 
+    def send_endless(self, status: int, prefix: bytes, unit: bytes, headers: dict | None = None):
+        """A body without Content-Length (it ends when the connection closes): `prefix`, then
+        `unit` again and again until the client leaves or ENDLESS_CAP bytes have gone."""
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        chunk = unit * max(1, (64 << 10) // len(unit))
+        sent = 0
+        try:
+            self.wfile.write(prefix)
+            while sent < ENDLESS_CAP:
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def send_trickle(self, data: bytes):
+        """`data` with its Content-Length, two bytes a second."""
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            for i in range(0, len(data), 2):
+                self.wfile.write(data[i:i + 2])
+                self.wfile.flush()
+                time.sleep(1.0)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    def send_endless_headers(self):
+        self.send_response(200)
+        try:
+            for i in range(ENDLESS_CAP // 1024):
+                self.send_header("X-Padding-%d" % i, "p" * 1000)
+                self.flush_headers()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
     def repo_of(self, parts: list[str]) -> tuple[str, list[str]] | None:
         if len(parts) < 2:
             return None
@@ -132,6 +184,13 @@ class Handler(BaseHTTPRequestHandler):
         if name not in self.hub.files(repo):
             return self.not_found("entry not found")
         data = self.hub.read(repo, name)
+        kind = repo.split("/")[1]
+        if "endless-file" in kind:
+            return self.send_endless(200, data, b"\0")
+        if kind == "trickle":
+            return self.send_trickle(data)
+        if kind == "endless-headers":
+            return self.send_endless_headers()
         if name.endswith(LFS_SUFFIXES):
             sha = hashlib.sha256(data).hexdigest()
             self.send_response(302)
@@ -153,6 +212,15 @@ class Handler(BaseHTTPRequestHandler):
         commit = self.hub.commit(repo)
         if rev not in (commit, "main"):
             return self.not_found("revision not found")
+        kind = repo.split("/")[1]
+        if kind == "nested-listing":
+            depth = 100000
+            body = ('{"sha": "%s", "siblings": [{"rfilename": "a", "size": %s%s}]}'
+                    % (commit, "[" * depth, "]" * depth)).encode()
+            return self.send_bytes(200, body, {"Content-Type": "application/json"})
+        if kind == "endless-listing":
+            return self.send_endless(200, ('{"sha": "%s", "siblings": [' % commit).encode(),
+                                     b'{"rfilename": "endless.txt", "size": 1},', {"Content-Type": "application/json"})
         siblings = []
         for name in self.hub.files(repo):
             data = self.hub.read(repo, name)

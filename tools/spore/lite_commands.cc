@@ -1,5 +1,7 @@
 // spore lite run FILE --input NAME=FILE.npy ... --output DIR: runs a model in Lite from the
-// command line, times it, and writes each output as .npy (NOTE [Lite runtime]).
+// command line, times it, and writes each output as .npy (NOTE [Lite runtime]). Output names come
+// from the model file, so each becomes a file name through unique_safe_file_names (NOTE [Safe file
+// names]): an ordinary name "y" is DIR/y.npy, and no name can put a file outside DIR.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "spore/error.h"
 #include "spore/lite.h"
 #include "spore/ops.h"
+#include "spore/safe_file_name.h"
 
 namespace spore::cli {
 namespace {
@@ -24,6 +27,30 @@ struct LiteRunOptions {
   int repeat = 10, threads = 0;
   bool zeros = false;
 };
+
+// A name from the model as printed: control characters, quotes and backslashes escaped, and the
+// whole in quotes when anything was (or it is empty or has spaces), so a name cannot drive the
+// terminal or pass for another.
+std::string shown_name(const std::string& name) {
+  std::string out;
+  bool quote = name.empty();
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7F) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+      quote = true;
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += (char)c;
+      quote = true;
+    } else {
+      if (c == ' ') quote = true;
+      out += (char)c;
+    }
+  }
+  return quote ? '"' + out + '"' : out;
+}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -83,15 +110,21 @@ int run(const LiteRunOptions& o) {
   std::printf("model   %s\ntarget  %s", o.file.c_str(), model.target().c_str());
   for (const auto& s : model.skipped_targets()) std::printf("  (skipped %s)", s.c_str());
   std::printf("\n");
+  // A name from the model as printed (shown_name), then its dtype and shape.
+  auto described = [](const lite::TensorInfo& info) { return shown_name(info.name) + info.str().substr(info.name.size()); };
   for (size_t i = 0; i < inputs.size(); ++i)
-    std::printf("input   %-30s given %s\n", model.inputs()[i].str().c_str(), inputs[i].shape().str().c_str());
+    std::printf("input   %-30s given %s\n", described(model.inputs()[i]).c_str(), inputs[i].shape().str().c_str());
   if (!o.output.empty()) std::filesystem::create_directories(o.output);
+  std::vector<std::string> stems;  // unnamed outputs (and internal "%" names) are output<i>
   for (size_t i = 0; i < outputs.size(); ++i) {
-    std::string name = model.outputs()[i].name;
-    if (name.empty() || name[0] == '%') name = "output" + std::to_string(i);
-    std::printf("output  %-30s %s", model.outputs()[i].str().c_str(), outputs[i].shape().str().c_str());
+    const std::string& name = model.outputs()[i].name;
+    stems.push_back(name.empty() || name[0] == '%' ? std::string() : name);
+  }
+  const std::vector<std::string> files = unique_safe_file_names(stems, "output");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::printf("output  %-30s %s", described(model.outputs()[i]).c_str(), outputs[i].shape().str().c_str());
     if (!o.output.empty()) {
-      const std::string path = (std::filesystem::path(o.output) / (name + ".npy")).string();
+      const std::string path = (std::filesystem::path(o.output) / (files[i] + ".npy")).string();
       Tensor out = outputs[i].dtype() == DType::kBFloat16 ? outputs[i].to(DType::kFloat32) : outputs[i];
       data::save_npy(path, out.to(Device::cpu()));
       std::printf("  -> %s", path.c_str());
@@ -117,7 +150,8 @@ void add_lite_commands(CLI::App& app, Handlers& h) {
   auto o = std::make_shared<LiteRunOptions>();
   run_cmd->add_option("FILE", o->file, "Model file (Spore IR, ONNX: a .onnx file, or MindSpore's MindIR: a .mindir file)")->required();
   run_cmd->add_option("--input", o->inputs, "NAME=FILE.npy, once per input (FILE.npy alone for a one-input model)");
-  run_cmd->add_option("--output", o->output, "Directory for the outputs (<name>.npy)");
+  run_cmd->add_option("--output", o->output,
+                      "Directory for the outputs (<name>.npy; a name that is not a safe file name is made one)");
   run_cmd->add_option("--repeat", o->repeat, "Timed predictions after the first")->capture_default_str();
   run_cmd->add_option("--threads", o->threads, "Threads (0: one per core)")->capture_default_str();
   run_cmd->add_option("--target", o->targets, "Targets in order of preference, comma-separated")->capture_default_str();

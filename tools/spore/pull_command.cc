@@ -19,6 +19,9 @@ void add_pull_command(CLI::App& app, Handlers& h) {
   cmd->add_option("--out", o->out, "Directory to fill (default: ./<name>)");
   cmd->add_flag("--allow-mutable", o->allow_mutable,
                 "Accept a branch or tag: resolve it to its current commit and lock that");
+  cmd->add_option("--max-undeclared-size", o->max_undeclared_bytes,
+                  "Most bytes taken for a file whose size the hub does not declare (a file served past it is refused)")
+      ->capture_default_str();
   cmd->callback([&h, o] {
     h.action = [o] {
       hub::PullOptions opts = *o;

@@ -3,17 +3,20 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "spore/error.h"
 #include "spore/format.h"
 #include "spore/hub.h"
+#include "spore/safe_file_name.h"
 
 namespace spore::hub {
 
@@ -44,9 +47,15 @@ std::string trim(std::string s) {
   return s.substr(i);
 }
 
+// Header bytes one request may receive, redirects included: the Hub sends a few KB; a hub that
+// sends without end is cut off here rather than growing memory.
+constexpr size_t kMaxHeaderBytes = 256 << 10;
+
 // The headers of every response of one request (redirects included), oldest first.
 struct Headers {
   std::vector<std::map<std::string, std::string>> blocks;
+  size_t bytes = 0;
+  bool too_many = false;
   // The value from the newest response that has it ("" when none has).
   std::string get(const std::string& name) const {
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
@@ -57,6 +66,11 @@ struct Headers {
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* h = static_cast<Headers*>(user);
+  h->bytes += size * n;
+  if (h->bytes > kMaxHeaderBytes) {
+    h->too_many = true;
+    return 0;  // libcurl stops the transfer (CURLE_WRITE_ERROR)
+  }
   const std::string line(data, size * n);
   if (line.rfind("HTTP/", 0) == 0) {
     h->blocks.emplace_back();
@@ -66,9 +80,14 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// How slow a transfer may be before it counts as stalled (PullOptions::low_speed_*).
+struct Speed {
+  long bytes = 1024, seconds = 30;
+};
+
 // One easy handle per request, with the settings every request shares.
 std::unique_ptr<CURL, CurlDeleter> make_handle(const std::string& url, Headers& headers,
-                                               std::unique_ptr<curl_slist, SlistDeleter>& extra) {
+                                               std::unique_ptr<curl_slist, SlistDeleter>& extra, Speed speed) {
   init_curl();
   std::unique_ptr<CURL, CurlDeleter> c(curl_easy_init());
   if (!c) throw Error(ErrorCode::kInternal, "libcurl: curl_easy_init failed");
@@ -76,10 +95,19 @@ std::unique_ptr<CURL, CurlDeleter> make_handle(const std::string& url, Headers& 
   curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);  // the Hub redirects LFS files to a CDN
   curl_easy_setopt(c.get(), CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(c.get(), CURLOPT_USERAGENT, "spore-pull/1");
+  // Plain HTTP(S) only, redirects included: a hub cannot send the pull to file:// or elsewhere.
+#if LIBCURL_VERSION_NUM >= 0x075500
+  curl_easy_setopt(c.get(), CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(c.get(), CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  curl_easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
   curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT, 30L);
-  // A stalled connection (under 1 byte/s for 60 s) counts as interrupted and is resumed.
-  curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_TIME, 60L);
+  // A stalled or trickling connection (under speed.bytes per second for speed.seconds, headers
+  // included) counts as interrupted: a file's transfer is resumed, within its attempts.
+  curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_LIMIT, std::max(1L, speed.bytes));
+  curl_easy_setopt(c.get(), CURLOPT_LOW_SPEED_TIME, std::max(1L, speed.seconds));
   curl_easy_setopt(c.get(), CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c.get(), CURLOPT_HEADERDATA, &headers);
   curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
@@ -97,20 +125,39 @@ long status_of(CURL* c) {
   return code;
 }
 
+// A response body kept in memory, up to a bound (a listing: kMaxListingBytes).
+struct BoundedBody {
+  std::string text;
+  size_t limit = 0;
+  bool too_long = false;
+};
 size_t on_body_string(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
+  auto* b = static_cast<BoundedBody*>(user);
+  if (b->text.size() + size * n > b->limit) {
+    b->too_long = true;
+    return 0;  // libcurl stops the transfer (CURLE_WRITE_ERROR)
+  }
+  b->text.append(data, size * n);
   return size * n;
 }
 
-std::string http_get_json(const std::string& url) {
+std::string http_get_json(const std::string& url, Speed speed) {
   Headers headers;
   std::unique_ptr<curl_slist, SlistDeleter> extra;
-  auto c = make_handle(url, headers, extra);
-  std::string body;
+  auto c = make_handle(url, headers, extra, speed);
+  BoundedBody body;
+  body.limit = kMaxListingBytes;
   curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, on_body_string);
   curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(c.get(), CURLOPT_TIMEOUT, 120L);
   const CURLcode rc = curl_easy_perform(c.get());
+  if (body.too_long)
+    throw Error(ErrorCode::kIO, "GET " + url + ": the listing is longer than " + std::to_string(kMaxListingBytes >> 20) +
+                                    " MiB, more than any repository's; the endpoint is not a Hugging Face hub, "
+                                    "or it misbehaves (check --endpoint or HF_ENDPOINT)");
+  if (headers.too_many)
+    throw Error(ErrorCode::kIO, "GET " + url + ": the response headers run past " + std::to_string(kMaxHeaderBytes >> 10) +
+                                    " KiB; the endpoint misbehaves (check --endpoint or HF_ENDPOINT)");
   if (rc != CURLE_OK)
     throw Error(ErrorCode::kIO, "GET " + url + " failed: " + curl_easy_strerror(rc) +
                                     " (check the endpoint, --endpoint or HF_ENDPOINT, and the network)");
@@ -121,7 +168,7 @@ std::string http_get_json(const std::string& url) {
   if (status == 404)
     throw Error(ErrorCode::kIO, "GET " + url + ": HTTP 404: no such repository or revision (check REPO and --revision)");
   if (status != 200) throw Error(ErrorCode::kIO, "GET " + url + ": HTTP " + std::to_string(status));
-  return body;
+  return body.text;
 }
 
 // Percent-encodes each path component, keeping the slashes.
@@ -142,15 +189,24 @@ std::string encode_path(const std::string& path) {
   return out;
 }
 
+// The Hub's rule (huggingface_hub's validate_repo_id): each part starts and ends with a letter,
+// digit or '_', so the default output folder (the name) can be neither "." nor hidden.
 void check_repo(const std::string& repo) {
   bool ok = !repo.empty() && repo.size() <= 200 && repo.front() != '/' && repo.back() != '/';
   int slashes = 0;
-  for (char c : repo) {
-    if (c == '/') ++slashes;
-    else if (!std::isalnum((unsigned char)c) && c != '-' && c != '_' && c != '.') ok = false;
+  for (size_t i = 0; i < repo.size(); ++i) {
+    const char c = repo[i];
+    if (c == '/') {
+      ++slashes;
+    } else if (!std::isalnum((unsigned char)c) && c != '-' && c != '_' && c != '.') {
+      ok = false;
+    } else if (c == '-' || c == '.') {  // not at either end of a part
+      if (i == 0 || i + 1 == repo.size() || repo[i - 1] == '/' || repo[i + 1] == '/') ok = false;
+    }
   }
-  if (!ok || slashes > 1 || repo.find("..") != std::string::npos)
-    throw Error(ErrorCode::kValue, "spore pull: '" + repo + "' is not a repository id (owner/name, letters, digits, '-', '_', '.')");
+  if (!ok || slashes > 1 || repo.find("..") != std::string::npos || repo.find("--") != std::string::npos)
+    throw Error(ErrorCode::kValue, "spore pull: '" + repo + "' is not a repository id (owner/name: letters, digits, "
+                                   "'-', '_', '.', each part starting and ending with a letter, digit or '_')");
 }
 
 // SHA-256 and the git blob SHA-1 ("blob <size>\0" + bytes) of a file, in one read.
@@ -198,7 +254,19 @@ bool hex_of(const std::string& s, size_t n) {
   return true;
 }
 
-// What a file must be, from the listing and, where it says nothing, from the response headers.
+// A size header's value: decimal digits only, no overflow; nothing otherwise.
+std::optional<uint64_t> parse_size(const std::string& s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (uint64_t)(c - '0');
+  }
+  return v;
+}
+
+// What a file must be, from the listing, an earlier lock of the same commit, and where both say
+// nothing, from the response headers.
 struct Expected {
   std::optional<uint64_t> size;
   std::string sha256, git_sha1;
@@ -216,7 +284,11 @@ struct Transfer {
   CURL* curl = nullptr;
   std::function<void(const std::string&)> log;
   std::string name;
-  std::optional<uint64_t> total;
+  std::optional<uint64_t> total;  // the declared size, when known; else from X-Linked-Size
+  uint64_t max_undeclared = 0;    // the bound when no size is declared
+  const Headers* headers = nullptr;
+  uint64_t limit = 0;             // the most bytes the part file may reach
+  bool too_long = false;          // the hub sent more than `limit`
   std::chrono::steady_clock::time_point last_report = std::chrono::steady_clock::now();
 };
 
@@ -227,6 +299,10 @@ size_t on_body_file(char* data, size_t size, size_t n, void* user) {
     if (t->status != 200 && t->status != 206) return 0;  // an error page: not written; perform reports it
     // 206 continues the part file; 200 (the server ignored Range) starts it again.
     if (t->status == 200) t->offset = 0;
+    // The file's size bounds what is written: declared by the listing or a lock, else by the
+    // redirect's X-Linked-Size, else PullOptions::max_undeclared_bytes.
+    if (!t->total && t->headers) t->total = parse_size(t->headers->get("x-linked-size"));
+    t->limit = t->total ? *t->total : t->max_undeclared;
     t->f = std::fopen(t->part.c_str(), t->status == 206 ? "ab" : "wb");
     if (!t->f) {
       t->error = "cannot open '" + t->part.string() + "' for writing";
@@ -235,6 +311,10 @@ size_t on_body_file(char* data, size_t size, size_t n, void* user) {
     t->opened = true;
   }
   const size_t bytes = size * n;
+  if (t->offset + t->written + bytes > t->limit) {
+    t->too_long = true;
+    return 0;  // libcurl stops the transfer (CURLE_WRITE_ERROR)
+  }
   if (std::fwrite(data, 1, bytes, t->f) != bytes) {
     t->error = "cannot write '" + t->part.string() + "' (disk full?)";
     return 0;
@@ -275,6 +355,49 @@ std::string mismatch(const Digests& d, const Expected& e) {
   return "";
 }
 
+// The sizes and hashes an earlier pull locked for this repository and commit (none when the
+// directory has no such lock): a listing without sizes is then still bounded and checked.
+std::map<std::string, LockedFile> earlier_lock(const fs::path& dir, const std::string& repo, const std::string& commit,
+                                               const std::function<void(const std::string&)>& log) {
+  std::map<std::string, LockedFile> out;
+  const fs::path path = dir / "spore.lock.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return out;
+  try {
+    const ArtifactLock lock = read_artifact_lock(path);
+    if (lock.source != "hf:" + repo || lock.revision != commit) return out;
+    for (const LockedFile& f : lock.files) out[f.name] = f;
+  } catch (const std::exception& e) {  // best effort: the lock is rewritten at the end anyway
+    if (log) log(std::string("note: ignoring the unreadable ") + path.string() + ": " + e.what());
+  }
+  return out;
+}
+
+// What a file must be: the listing's facts, with an earlier lock's where the listing has none.
+Expected expected_of(const HubFile& hf, const std::map<std::string, LockedFile>& locked) {
+  Expected want{hf.size, hf.lfs_sha256, hf.lfs_sha256.empty() ? hf.blob_id : ""};
+  const auto it = locked.find(hf.name);
+  if (it == locked.end()) return want;
+  const LockedFile& l = it->second;
+  if (want.size && *want.size != l.bytes)
+    throw Error(ErrorCode::kFormat, "spore pull: the hub lists " + hf.name + " as " + std::to_string(*want.size) +
+                                        " bytes, but spore.lock.json (an earlier pull of the same commit) has " +
+                                        std::to_string(l.bytes) + "; a commit's files cannot change: check the endpoint");
+  if (!want.sha256.empty() && want.sha256 != l.sha256)
+    throw Error(ErrorCode::kFormat, "spore pull: the hub lists " + hf.name + " with SHA-256 " + want.sha256 +
+                                        ", but spore.lock.json (an earlier pull of the same commit) has " + l.sha256 +
+                                        "; a commit's files cannot change: check the endpoint");
+  want.size = l.bytes;
+  want.sha256 = l.sha256;
+  return want;
+}
+
+void make_dirs(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::kIO, "spore pull: cannot create the folder " + dir.string() + ": " + ec.message());
+}
+
 }  // namespace
 
 PullResult pull(const PullOptions& o) {
@@ -300,7 +423,8 @@ PullResult pull(const PullOptions& o) {
   const std::string api = endpoint + "/api/models/" + o.repo + "/revision/" + rev_esc + "?blobs=true";
   curl_free(rev_esc);
   log("listing " + o.repo + " @ " + o.revision + " (" + endpoint + ")");
-  const HubRevision listing = parse_hub_revision(http_get_json(api), api);
+  const Speed speed{o.low_speed_bytes, o.low_speed_seconds};
+  const HubRevision listing = parse_hub_revision(http_get_json(api, speed), api);
   if (is_commit_sha(o.revision) && listing.sha != o.revision)
     throw Error(ErrorCode::kFormat, "hub listing " + api + " answers for commit " + listing.sha + ", not the requested " +
                                         o.revision + "; the endpoint is not serving that revision");
@@ -311,7 +435,11 @@ PullResult pull(const PullOptions& o) {
       throw Error(ErrorCode::kFormat, "repository " + o.repo + " holds its own spore.lock.json, which spore pull would "
                                                                "overwrite; pull it into another tool");
 
-  fs::create_directories(r.dir);
+  make_dirs(r.dir);
+  const std::map<std::string, LockedFile> locked = earlier_lock(r.dir, o.repo, r.commit, log);
+  // Transfers in progress live apart from every listed name (kPartialDir), so a listing that holds
+  // both "model.bin" and "model.bin.part" cannot make one file's transfer resume into the other.
+  const fs::path partial_dir = r.dir / kPartialDir;
   ArtifactLock lock{o.repo, "hf:" + o.repo, r.commit, {}};
   size_t index = 0;
   for (const HubFile& hf : listing.files) {
@@ -322,14 +450,17 @@ PullResult pull(const PullOptions& o) {
     tag += std::to_string(listing.files.size());
     tag += "] ";
     tag += hf.name;
-    const fs::path final_path = r.dir / hf.name;
-    const fs::path part = final_path.string() + ".part";
-    fs::create_directories(final_path.parent_path());
-    Expected want{hf.size, hf.lfs_sha256, hf.lfs_sha256.empty() ? hf.blob_id : ""};
+    const fs::path final_path = r.dir / hf.name;  // a checked relative name (parse_hub_revision)
+    const fs::path part = partial_dir / (sha256_bytes(hf.name).substr(0, 16) + "-" +
+                                         safe_file_name(final_path.filename().string()) + ".part");
+    make_dirs(final_path.parent_path());
+    make_dirs(partial_dir);
+    Expected want = expected_of(hf, locked);
     PulledFile out;
     out.name = hf.name;
 
-    if (fs::exists(final_path) && (want.size || !want.sha256.empty() || !want.git_sha1.empty())) {
+    std::error_code ec;
+    if (fs::is_regular_file(final_path, ec) && (want.size || !want.sha256.empty() || !want.git_sha1.empty())) {
       const Digests d = digest_file(final_path);
       if (mismatch(d, want).empty()) {
         out.bytes = d.bytes;
@@ -343,7 +474,7 @@ PullResult pull(const PullOptions& o) {
     }
 
     const std::string url = endpoint + "/" + o.repo + "/resolve/" + r.commit + "/" + encode_path(hf.name);
-    bool complete = false;
+    bool complete = false, stalled = false;
     for (int attempt = 1; attempt <= o.max_attempts && !complete; ++attempt) {
       out.attempts = attempt;
       Transfer t;
@@ -352,8 +483,9 @@ PullResult pull(const PullOptions& o) {
       t.log = o.log;
       t.name = hf.name;
       t.total = want.size;
+      t.max_undeclared = o.max_undeclared_bytes;
       if (want.size && t.offset > *want.size) {  // longer than the file can be: start again
-        fs::remove(part);
+        fs::remove(part, ec);
         t.offset = 0;
       }
       if (want.size && t.offset == *want.size && t.offset > 0) {  // a part already complete: verify it
@@ -362,8 +494,9 @@ PullResult pull(const PullOptions& o) {
       }
       Headers headers;
       std::unique_ptr<curl_slist, SlistDeleter> extra;
-      auto c = make_handle(url, headers, extra);
+      auto c = make_handle(url, headers, extra, speed);
       t.curl = c.get();
+      t.headers = &headers;
       curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, on_body_file);
       curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &t);
       const std::string range = std::to_string(t.offset) + "-";
@@ -377,31 +510,45 @@ PullResult pull(const PullOptions& o) {
       if (t.f) std::fclose(t.f);
       const long status = status_of(c.get());
       if (!t.error.empty()) throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": " + t.error);
+      if (headers.too_many)
+        throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": the response headers run past " +
+                                        std::to_string(kMaxHeaderBytes >> 10) + " KiB at " + url + "; the hub misbehaves");
+      if (t.too_long) {
+        fs::remove(part, ec);  // never kept, so a later run cannot resume from it
+        const bool declared = t.total.has_value();
+        throw Error(ErrorCode::kFormat,
+                    "spore pull: " + hf.name + ": the hub sent more than " + std::to_string(t.limit) + " bytes, " +
+                        (declared ? std::string("the size declared for the file (by the listing, X-Linked-Size or an earlier "
+                                              "pull's spore.lock.json)")
+                                  : "the most taken for a file whose size neither the listing nor X-Linked-Size "
+                                    "declares (--max-undeclared-size)") +
+                        "; the download was removed (if it repeats, the hub serves bad data)");
+      }
       // What the headers say about the file, where the listing did not.
       const std::string linked = etag_value(headers.get("x-linked-etag")), etag = etag_value(headers.get("etag"));
       if (want.sha256.empty() && hex_of(linked, 64)) want.sha256 = linked;
       if (want.sha256.empty() && want.git_sha1.empty() && hex_of(etag, 64)) want.sha256 = etag;
       if (want.sha256.empty() && want.git_sha1.empty() && hex_of(etag, 40)) want.git_sha1 = etag;
-      if (!want.size) {
-        const std::string ls = headers.get("x-linked-size");
-        if (!ls.empty()) want.size = std::strtoull(ls.c_str(), nullptr, 10);
-      }
+      if (!want.size) want.size = parse_size(headers.get("x-linked-size"));
       if (status == 416) {  // the part file does not fit the remote file: start again
-        fs::remove(part);
+        fs::remove(part, ec);
         log(tag + ": the server refused to resume (HTTP 416); starting again");
         continue;
       }
       if (status == 404)
         throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": HTTP 404 at " + url +
                                         " (the listing names a file the hub does not serve)");
+      if (status >= 400)
+        throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": HTTP " + std::to_string(status) + " at " + url);
       if (status != 200 && status != 206 && rc != CURLE_OK && !retryable(rc))
         throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": " + curl_easy_strerror(rc) + " at " + url);
-      if (status >= 400 || (status != 200 && status != 206 && status != 0))
+      if (status != 200 && status != 206 && status != 0)
         throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": HTTP " + std::to_string(status) + " at " + url);
       r.downloaded_bytes += t.written;
       if (rc == CURLE_OK) {
         complete = true;
       } else if (retryable(rc)) {
+        stalled = rc == CURLE_OPERATION_TIMEDOUT;
         log(tag + ": transfer interrupted after " + std::to_string(size_or_zero(part)) + " bytes (" +
             curl_easy_strerror(rc) + ")");
         // No progress at all (a refused or dropped connection): wait a little longer each time.
@@ -412,9 +559,13 @@ PullResult pull(const PullOptions& o) {
     }
     if (!complete)
       throw Error(ErrorCode::kIO, "spore pull: " + hf.name + ": still incomplete after " + std::to_string(o.max_attempts) +
-                                      " attempts (" + std::to_string(size_or_zero(part)) +
-                                      " bytes kept in " + part.string() + "; run spore pull again to resume)");
-    if (!fs::exists(part)) {  // an empty file: no body was written
+                                      " attempts" +
+                                      (stalled ? ", the last one slower than " + std::to_string(o.low_speed_bytes) +
+                                                     " bytes/s for " + std::to_string(o.low_speed_seconds) + " s"
+                                               : std::string()) +
+                                      " (" + std::to_string(size_or_zero(part)) + " bytes kept in " + part.string() +
+                                      "; run spore pull again to resume)");
+    if (!fs::exists(part, ec)) {  // an empty file: no body was written
       std::ofstream(part, std::ios::binary).flush();
     }
     const Digests d = digest_file(part);
@@ -422,17 +573,22 @@ PullResult pull(const PullOptions& o) {
       log(tag + ": warning: the hub gave no hash for this file; its SHA-256 " + d.sha256 +
           " is locked as downloaded");
     if (const std::string why = mismatch(d, want); !why.empty()) {
-      fs::remove(part);  // never left where it could pass for the file
+      fs::remove(part, ec);  // never left where it could pass for the file
       throw Error(ErrorCode::kFormat, "spore pull: " + hf.name + " " + why +
                                           "; the download is corrupt and was removed; run spore pull again "
                                           "(if it repeats, the mirror serves bad bytes)");
     }
-    fs::rename(part, final_path);
+    fs::rename(part, final_path, ec);
+    if (ec)
+      throw Error(ErrorCode::kIO, "spore pull: cannot move the verified " + hf.name + " from " + part.string() + " to " +
+                                      final_path.string() + ": " + ec.message());
     out.bytes = d.bytes;
     out.sha256 = d.sha256;
     lock.files.push_back({out.name, out.bytes, out.sha256});
     r.files.push_back(out);
   }
+  std::error_code ec;
+  fs::remove(partial_dir, ec);  // only when empty: nothing partial is left
   r.lock_path = r.dir / "spore.lock.json";
   write_artifact_lock(r.lock_path, lock);
   return r;
