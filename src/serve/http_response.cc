@@ -99,12 +99,12 @@ std::string serialize_error(const ApiError& e, bool retry_after) {
   return serialize(res, /*keep_alive=*/false);
 }
 
-bool stream(int fd, httplib::Response& res, int minor_version, std::chrono::milliseconds write_timeout,
+bool stream(int fd, httplib::Response& res, int minor_version, bool keep_alive, std::chrono::milliseconds write_timeout,
             const std::atomic<bool>& stopping) {
   const bool chunked = minor_version >= 1;
   std::string head = head_lines(res);
   head += chunked ? "Transfer-Encoding: chunked\r\n" : "";
-  head += chunked ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  head += chunked && keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   bool ok = write_all(fd, head.data(), head.size(), write_timeout);
   bool done = false;
   std::size_t offset = 0;

@@ -19,9 +19,9 @@ std::string serialize_error(const ApiError& e, bool retry_after = false);
 // Puts an error object into `res`.
 void fill_error(httplib::Response& res, const ApiError& e);
 // Writes `res`'s head and runs its content provider, each piece as an HTTP chunk (HTTP/1.0: raw
-// bytes, the end marked by closing). Returns whether the stream ended with the provider's done()
+// bytes, the end marked by closing; `keep_alive` false: the head says the connection closes). Returns whether the stream ended with the provider's done()
 // and every byte written; the provider's resource releaser then hears the outcome.
-bool stream(int fd, httplib::Response& res, int minor_version, std::chrono::milliseconds write_timeout,
+bool stream(int fd, httplib::Response& res, int minor_version, bool keep_alive, std::chrono::milliseconds write_timeout,
             const std::atomic<bool>& stopping);
 
 }  // namespace spore::serve::http

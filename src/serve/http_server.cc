@@ -451,7 +451,7 @@ struct HttpServer::Loop {
       c.close_after = !keep;
       return;
     }
-    const bool complete = http::stream(c.fd, res, c.head.minor_version, s.options_.write_timeout, stopping);
+    const bool complete = http::stream(c.fd, res, c.head.minor_version, keep, s.options_.write_timeout, stopping);
     if (s.logger_) s.logger_(req, res);
     c.close_now = !complete || !keep || c.head.minor_version == 0;
   }
