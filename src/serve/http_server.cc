@@ -166,7 +166,7 @@ struct HttpServer::Loop {
         }
         return;
       }
-      if (conns.size() >= s.options_.max_connections) {
+      if (conns.size() >= s.options_.max_connections && !evict_one()) {
         refuse_busy(fd);
         continue;
       }
@@ -184,7 +184,22 @@ struct HttpServer::Loop {
     }
   }
 
-  // Over the connection cap: one 503 written without waiting, then closed.
+  // At the cap, a connection that has no request under way (idle, or still sending its head)
+  // gives way to the new one: the one nearest its deadline, which would be closed soonest anyway.
+  // So idle or slow sockets cannot keep new clients out; only connections whose requests are
+  // being answered or written count against the cap for good.
+  bool evict_one() {
+    Conn* victim = nullptr;
+    for (const auto& [fd, c] : conns)
+      if ((c->state == Conn::State::kIdle || c->state == Conn::State::kHead || c->state == Conn::State::kDrain) &&
+          (!victim || c->deadline < victim->deadline))
+        victim = c.get();
+    if (!victim) return false;
+    close_conn(*victim);
+    return true;
+  }
+
+  // Over the connection cap with nothing to evict: one 503 written without waiting, then closed.
   void refuse_busy(int fd) {
     const std::string a = http::serialize_error(
         ApiError(503, "The server has too many open connections (" + std::to_string(s.options_.max_connections) +
@@ -426,6 +441,11 @@ struct HttpServer::Loop {
     req.target = c.head.target;
     req.version = "HTTP/1." + std::to_string(c.head.minor_version);
     for (const auto& [k, v] : c.head.headers) req.headers.emplace(k, v);
+    // RFC 9112 3.2.2: an absolute-form target's authority replaces Host.
+    if (!c.head.authority.empty() && req.get_header_value("Host") != c.head.authority) {
+      req.headers.erase("Host");
+      req.headers.emplace("Host", c.head.authority);
+    }
     req.remote_addr = c.remote_ip;
     req.remote_port = c.remote_port;
     req.local_addr = c.local_ip;

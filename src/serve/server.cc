@@ -49,14 +49,10 @@ bool bearer_key_matches(const std::string& auth, const std::string& key) {
   return start != std::string::npos && key_matches(auth.substr(start), key);
 }
 
-// Host (or the absolute-form target's authority) and a browser's Origin must name this server.
+// Host (the transport has put an absolute-form target's authority there) and a browser's Origin
+// must name this server.
 std::optional<ApiError> check_host_and_origin(const httplib::Request& req, const http::HostCheck& check) {
-  // The transport put an absolute-form target's authority first (it overrides Host).
-  std::string host = req.get_header_value("Host");
-  if (req.target.rfind("/", 0) != 0 && req.target != "*") {
-    const size_t start = req.target.find("://");
-    if (start != std::string::npos) host = req.target.substr(start + 3, req.target.find_first_of("/?", start + 3) - start - 3);
-  }
+  const std::string host = req.get_header_value("Host");
   if (!host.empty() && !check.host_allowed(host))
     return ApiError(403, "Host '" + host.substr(0, 100) + "' is not a name of this server (" + check.describe() +
                              "); to serve it, start spore serve with --allowed-hosts and its name",

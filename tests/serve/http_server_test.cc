@@ -30,6 +30,11 @@ class HttpServerTest : public ::testing::Test {
     server->Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(req.body, "application/octet-stream");
     });
+    server->Get("/wait", [this](const httplib::Request&, httplib::Response& res) {
+      ++waiting;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      res.set_content("done", "text/plain");
+    });
     server->Get("/throw", [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("boom"); });
     server->Get("/stream", [](const httplib::Request&, httplib::Response& res) {
       auto n = std::make_shared<int>(0);
@@ -46,6 +51,7 @@ class HttpServerTest : public ::testing::Test {
   }
   void TearDown() override {
     if (!server) return;
+    release = true;
     server->stop();
     thread.join();
   }
@@ -67,6 +73,8 @@ class HttpServerTest : public ::testing::Test {
   }
 
   std::unique_ptr<HttpServer> server;
+  std::atomic<int> waiting{0};  // /wait handlers running
+  std::atomic<bool> release{false};
   std::thread thread;
   int port = 0;
 };
@@ -115,21 +123,40 @@ TEST_F(HttpServerTest, DeadlinesCloseSlowAndIdleConnections) {
   close(slow);
 }
 
-TEST_F(HttpServerTest, ConnectionCapAnswers503) {
+// At the cap an idle connection gives way to a new one; when every connection has a request
+// being answered, the new one gets 503.
+TEST_F(HttpServerTest, ConnectionCapEvictsIdleThenAnswers503) {
   HttpOptions o = quick();
   o.idle_timeout = std::chrono::seconds(30);
   o.max_connections = 4;
+  o.threads = 4;
   start(o);
   std::vector<int> held;
   for (int i = 0; i < 4; ++i) held.push_back(connect_to(port, 10));
-  // Let the loop accept them before the fifth.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // accepted before the next
+  EXPECT_EQ(get("/health").status, 200);                          // an idle one made room
+  int closed = 0;
+  for (int fd : held) closed += closed_within(fd, 500) ? 1 : 0;
+  EXPECT_GE(closed, 1);
+  for (int fd : held) close(fd);
+  held.clear();
+  // Four requests being answered (each waits for `release`), then a fifth connection.
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(connect_to(port, 10));
+    send_all(held.back(), "GET /wait HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  }
+  for (int i = 0; i < 500 && waiting < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(waiting, 4);
   const int fifth = connect_to(port, 10);
   const std::string raw = read_all(fifth);
   EXPECT_EQ(status_of(raw), 503) << raw;
   EXPECT_NE(raw.find("too_many_connections"), std::string::npos) << raw;
   close(fifth);
-  for (int fd : held) close(fd);
+  release = true;
+  for (int fd : held) {
+    EXPECT_EQ(read_answer(fd).status, 200);
+    close(fd);
+  }
 }
 
 TEST_F(HttpServerTest, KeepAliveAndPipelinedRequestsAnswerInOrder) {

@@ -250,6 +250,9 @@ TEST_F(ServeTransport, ForeignHostOrOriginIsRefused) {
   EXPECT_EQ(a.status, 403);
   expect_error_object(a.body, "host_not_allowed");
   EXPECT_EQ(ask("GET /health HTTP/1.1\r\nHost: evil.example:" + p + "\r\n\r\n").status, 403);
+  // An absolute-form target's authority counts, not the Host beside it (RFC 9112 3.2.2).
+  EXPECT_EQ(ask("GET http://evil.example:" + p + "/v1/models HTTP/1.1\r\nHost: localhost:" + p + "\r\n" + auth + "\r\n").status,
+            403);
   a = ask(get("/v1/models", auth + "Origin: http://evil.example:" + p + "\r\n"));
   EXPECT_EQ(a.status, 403);
   expect_error_object(a.body, "origin_not_allowed");
