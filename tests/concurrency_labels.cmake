@@ -12,7 +12,8 @@ endfunction()
 
 # `spore serve` end to end: a real server on loopback sockets, its worker thread, disconnects
 # seen while requests wait (tests/serve/server_http_test.cc).
-spore_label_concurrency(test_serve_TESTS serve "^Serve(NoModel)?[.]")
+spore_label_concurrency(test_serve_TESTS serve
+                        "^(Serve|ServeNoModel|ServeTransport|ServeTransportAllowedHosts|HttpServerTest)[.]")
 
 # spore pull against tools/test_hub.py on 127.0.0.1: sockets, a child process, stall timeouts
 # (tests/nlp/pull_test.cc, pull_hostile_test.cc).

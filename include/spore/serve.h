@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace spore::serve {
 
@@ -23,7 +24,11 @@ struct ServeOptions {
   int64_t context = 2048;           // tokens per slot (KV memory is slots x context)
   int64_t queue = 16;               // requests waiting for a slot before 503
   std::string api_key;              // non-empty: Authorization: Bearer required (not on /health)
-  std::size_t max_body_bytes = std::size_t{1} << 20;  // larger bodies: 413
+  std::size_t max_body_bytes = std::size_t{1} << 20;  // larger bodies (received or inflated): 413
+  // Host names (or IP literals) served besides localhost, 127.0.0.1, [::1] and `host`; other Host
+  // or browser Origin values get 403 (DNS-rebinding defence). "*": any.
+  std::vector<std::string> allowed_hosts;
+  std::size_t max_connections = 1024;  // open connections; one more gets 503
   int64_t max_messages = 512;       // longer message lists: 400
   bool allow_unverified = false;    // load a model whose lock does not match
   int threads = 0;                  // kernel threads (0: one per core)

@@ -1,9 +1,11 @@
 // Set-up of the HTTP server, authentication, error answers, metrics, and the small routes
 // (/health, /v1/models, /tokenize, /detokenize, /apply-template, /metrics, / and the chat page).
 #include <openssl/crypto.h>
+#include <strings.h>
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "serve/request.h"
 #include "serve/server_impl.h"
@@ -40,8 +42,31 @@ bool key_matches(const std::string& given, const std::string& key) {
   return given.size() == key.size() && CRYPTO_memcmp(given.data(), key.data(), key.size()) == 0;
 }
 
+// "Bearer <key>": the scheme is case-insensitive (RFC 9110 11.1), one or more spaces follow it.
+bool bearer_key_matches(const std::string& auth, const std::string& key) {
+  if (auth.size() < 7 || strncasecmp(auth.c_str(), "bearer", 6) != 0 || auth[6] != ' ') return false;
+  const size_t start = auth.find_first_not_of(' ', 6);
+  return start != std::string::npos && key_matches(auth.substr(start), key);
+}
+
+// Host (the transport has put an absolute-form target's authority there) and a browser's Origin
+// must name this server.
+std::optional<ApiError> check_host_and_origin(const httplib::Request& req, const http::HostCheck& check) {
+  const std::string host = req.get_header_value("Host");
+  if (!host.empty() && !check.host_allowed(host))
+    return ApiError(403, "Host '" + host.substr(0, 100) + "' is not a name of this server (" + check.describe() +
+                             "); to serve it, start spore serve with --allowed-hosts and its name",
+                    "invalid_request_error", "", "host_not_allowed");
+  if (req.has_header("Origin") && !check.origin_allowed(req.get_header_value("Origin")))
+    return ApiError(403, "Origin '" + req.get_header_value("Origin").substr(0, 100) +
+                             "' is not allowed (a web page elsewhere may not drive this server); allowed: " +
+                             check.describe() + " and names given with --allowed-hosts",
+                    "invalid_request_error", "", "origin_not_allowed");
+  return std::nullopt;
+}
+
 // Runs a handler, turning exceptions into error objects.
-httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+HttpServer::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn) {
   return [fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
     try {
       fn(req, res);
@@ -128,33 +153,30 @@ void Server::Impl::load() {
 }
 
 void Server::Impl::routes() {
-  // Authentication on every route but /health.
+  // DNS-rebinding defence, then authentication on every route but /health (NOTE [HTTP transport]).
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.compare(0, prefix.size(), prefix) == 0 && key_matches(auth.substr(prefix.size()), options.api_key))
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (auto refused = check_host_and_origin(req, *host_check)) {
+      send_error(res, *refused);
+      return HttpServer::HandlerResponse::Handled;
+    }
+    if (options.api_key.empty() || req.path == "/health") return HttpServer::HandlerResponse::Unhandled;
+    if (bearer_key_matches(req.get_header_value("Authorization"), options.api_key))
+      return HttpServer::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Missing or wrong API key; send the header 'Authorization: Bearer <key>'",
                              "authentication_error", "", "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
+    return HttpServer::HandlerResponse::Handled;
   });
-  // Errors httplib produces itself (no route, body too large, bad request line) get an error object too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+  // Error statuses without a body (no route) get an error object too; the transport's own
+  // refusals (400, 408, 413, 431, ...) carry theirs already.
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404)
       send_error(res, ApiError(404, "No route " + req.method + " " + req.path + "; see GET /v1/models, POST "
                                     "/v1/chat/completions, POST /v1/completions",
                                "invalid_request_error", "", "unknown_route"));
-    else if (res.status == 413)
-      send_error(res, ApiError(413, "The request body is larger than this server takes (" +
-                                        std::to_string(options.max_body_bytes) + " bytes); send less",
-                               "invalid_request_error", "", "body_too_large"));
     else
       send_error(res, ApiError(res.status, "HTTP error " + std::to_string(res.status),
                                res.status >= 500 ? "server_error" : "invalid_request_error"));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     metrics.request(route_label(req.path), res.status);
   });
@@ -246,13 +268,13 @@ Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
   if (impl_->options.context < 0) throw Error(ErrorCode::kValue, "spore serve: --ctx must be 0 or more");
   impl_->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   Impl& m = *impl_;
-  // Threads: every slot and queued request may hold one (a stream), plus some for the small routes.
-  const size_t threads = (size_t)(m.options.slots + m.options.queue + 8);
-  m.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  m.http.set_payload_max_length(m.options.max_body_bytes);
-  m.http.set_read_timeout(10, 0);   // a client that stops sending loses its connection
-  m.http.set_write_timeout(10, 0);  // so does one that stops reading
-  m.http.set_keep_alive_timeout(5);
+  // Workers: every slot and queued request may hold one (a stream), plus some for the small
+  // routes. Slow or idle clients hold none (NOTE [HTTP transport]).
+  HttpOptions ho;
+  ho.threads = (size_t)(m.options.slots + m.options.queue + 8);
+  ho.limits.max_body_bytes = m.options.max_body_bytes;
+  ho.max_connections = m.options.max_connections;
+  m.http.set_options(ho);
   m.routes();
 }
 
@@ -261,11 +283,11 @@ Server::~Server() { stop(); }
 int Server::bind() {
   Impl& m = *impl_;
   if (m.port >= 0) return m.port;
-  m.port = m.options.port == 0 ? m.http.bind_to_any_port(m.options.host)
-                               : (m.http.bind_to_port(m.options.host, m.options.port) ? m.options.port : -1);
+  m.port = m.http.bind(m.options.host, m.options.port);
   if (m.port < 0)
     throw Error(ErrorCode::kIO, "spore serve: cannot listen on " + m.options.host + ":" + std::to_string(m.options.port) +
                                     " (in use, or not an address of this machine); pick another --port or --host");
+  m.host_check = std::make_unique<http::HostCheck>(m.options.host, m.port, m.options.allowed_hosts);
   return m.port;
 }
 

@@ -1,7 +1,7 @@
 // Server internals shared by the route files (server.cc: set-up and small routes,
 // completions.cc: the two completion routes, JSON and SSE).
 #pragma once
-#include <httplib.h>
+#include <httplib.h>  // Request, Response, DataSink: the handlers' types (NOTE [HTTP transport])
 
 #include <atomic>
 #include <memory>
@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "serve/api_error.h"
+#include "serve/http_host_check.h"
+#include "serve/http_server.h"
 #include "serve/metrics.h"
 #include "serve/worker.h"
 #include "spore/nlp/model.h"
@@ -19,7 +21,8 @@ namespace spore::serve {
 
 struct Server::Impl {
   ServeOptions options;
-  httplib::Server http;
+  HttpServer http;
+  std::unique_ptr<::spore::serve::http::HostCheck> host_check;  // made by bind(), once the port is known
   Metrics metrics;
   int port = -1;
   int64_t created = 0;  // unix seconds at start, for /v1/models

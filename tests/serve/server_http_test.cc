@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/raw_http.h"
 #include "serve/serve_test_util.h"
 #include "spore/nlp/generate.h"
 
@@ -27,42 +28,12 @@ using nlohmann::json;
 using namespace spore::test;
 const char* kKey = "test-key-123";
 
-// A raw HTTP/1.1 exchange: the test sees the bytes as a curl user would.
-int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (sockaddr*)&a, sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval tv{60, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
+// A raw HTTP/1.1 exchange (raw_http.h): the test sees the bytes as a curl user would.
 std::string post_raw(const std::string& path, const std::string& body, bool auth = true) {
   std::string r = "POST " + path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n";
   if (auth) r += std::string("Authorization: Bearer ") + kKey + "\r\n";
   return r + "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
-void send_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += (size_t)n;
-  }
-}
-std::string read_all(int fd) {
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, (size_t)n);
-  return out;
-}
-
 // Removes HTTP chunked framing.
 std::string dechunk(const std::string& body) {
   std::string out;

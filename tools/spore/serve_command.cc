@@ -1,6 +1,7 @@
 // spore serve: the OpenAI-compatible HTTP server (include/spore/serve.h, NOTE [Server]).
 //   spore serve [--model PATH] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N] [--queue N]
-//               [--api-key KEY] [--max-body BYTES] [--threads N] [--allow-unverified]
+//               [--api-key KEY] [--max-body BYTES] [--allowed-hosts A,B] [--max-connections N]
+//               [--threads N] [--allow-unverified]
 // Prints the address at once (/health answers 503 while the model loads), then the model's
 // figures; SIGINT or SIGTERM stops it.
 #include <unistd.h>
@@ -97,7 +98,14 @@ void add_serve_command(CLI::App& app, Handlers& h) {
   cmd->add_option("--queue", o->queue, "Requests that may wait for a slot; more get 503 with Retry-After")
       ->check(CLI::Range(0, 4096))->capture_default_str();
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on every route but /health");
-  cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (larger: 413)")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes, as received and once inflated (larger: 413)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--allowed-hosts", o->allowed_hosts,
+                  "Host names served besides localhost, 127.0.0.1, [::1] and --host (comma-separated; '*': any). "
+                  "Requests whose Host or Origin names another get 403 (a DNS-rebinding defence)")
+      ->delimiter(',');
+  cmd->add_option("--max-connections", o->max_connections, "Open connections at most; one more is answered 503")
+      ->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-prefix-cache{false}", o->prefix_cache,
                "Recompute every prompt instead of reusing KV rows a finished request left with the same prefix");
