@@ -47,7 +47,9 @@ void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position)
 
 // x float32 [m, k] times a weight [n, k] held as GGUF blocks: a uint8 [n, row_bytes] tensor and
 // the type name (q8_0 q4_0 q4_1 q4_k q5_k q6_k), or a float16 / bfloat16 [n, k] tensor with type
-// "f16" / "bf16". Result float32 [m, n]. Not differentiable.
+// "f16" / "bf16". Result float32 [m, n]. A float64 x gets the exact dequantised product in
+// float64 (a reference). Differentiable in x only (NOTE [LLM gradients]): dx = dy W with the
+// dequantised weight; asking for the weight's gradient is a kUnsupported error (it is frozen).
 // ggml: activations quantised as ggml's q8_0 / q8_1 blocks store them (float16 scale, q8_1's
 // float16 sum) for q8_0 / q4_0 / q4_1, rounded to the weight's 16-bit type for f16 / bf16.
 Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type, bool ggml = false);
