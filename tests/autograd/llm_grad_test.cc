@@ -14,6 +14,7 @@
 #include "autograd/gradcheck.h"
 #include "ops/llm_test_util.h"
 #include "spore/autograd.h"
+#include "spore/jit.h"
 #include "spore/llm.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
@@ -272,6 +273,33 @@ TEST(LlmGrad, MatmulQGradRejectsMismatchedShapes) {
   EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, DType::kFloat16), "q8_0"); }), ErrorCode::kDType);
   EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, f32), "q4_0"); }), ErrorCode::kShape);  // 34-byte rows
   EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, f32), "q9_9"); }), ErrorCode::kValue);
+}
+
+// A compiled training step (a traced value_and_grad, run by the graph executor with its memory
+// plan) over rms_norm, a q8_0 projection, rope and attention gives the eager gradients bitwise:
+// attention_grad's three outputs and matmul_q_grad are ordinary graph nodes.
+TEST(LlmGrad, ACompiledStepGivesTheEagerGradients) {
+  const QWeight w = quantized(QuantType::kQ4_0, 64, 32, 81);  // 8 heads of 8: 4 q, 2 k, 2 v
+  const Tensor inv_freq = Tensor::from_vector<float>({1.0f, 0.3f, 0.1f, 0.02f});
+  const Tensor pos = positions({0, 1, 2, 3, 4, 5, 6, 7});
+  auto loss = [&](const std::vector<Tensor>& in) {
+    const Tensor h = rms_norm(in[0], in[1], 1e-5);                                 // [8, 32]
+    const Tensor qkv = reshape(matmul_q(h, w.blocks, "q4_0"), {1, 8, 8, 8});      // [1, S, 8 heads, 8]
+    const Tensor x = rope(permute(qkv, {0, 2, 1, 3}), pos, inv_freq);             // [1, 8, S, 8]
+    const Tensor q = slice(x, 1, 0, 4), k = slice(x, 1, 4, 6), v = slice(x, 1, 6, 8);
+    return sum(mul(attention(q, k, v), attention(q, k, v, 0.25)));
+  };
+  auto step = [&](const std::vector<Tensor>& in) { return value_and_grad(loss, {0, 1})(in).input_grads; };
+  const std::vector<Tensor> in = {rnd({8, 32}, 82, f32), rnd({32}, 83, f32)};
+  const std::vector<Tensor> eager = step(in);
+  JitFunction compiled = jit(TensorsFn(step));
+  for (int call = 0; call < 2; ++call) {  // the trace, then the compiled graph
+    const std::vector<Tensor> got = compiled(in);
+    ASSERT_EQ(got.size(), 2u);
+    for (int i = 0; i < 2; ++i)
+      EXPECT_EQ(got[(size_t)i].to_vector<float>(), eager[(size_t)i].to_vector<float>()) << "call " << call << " input " << i;
+  }
+  EXPECT_EQ(compiled.stats().hits, 1);
 }
 
 }  // namespace
