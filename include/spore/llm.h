@@ -38,8 +38,10 @@ Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, co
 // Result: [B, Hq, S, Dv] in q's dtype.
 // ggml: the non-flash path of llama.cpp: all scores of a row, then softmax (sum in float64),
 // with q rounded to k's dtype and the probabilities to v's when those are float16 / bfloat16.
+// window > 0: a sliding window, query i sees keys (past + i - window, past + i] (Mistral);
+// softcap > 0: each scaled score s becomes softcap * tanh(s / softcap) (Gemma 2). Neither with ggml.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale = 0, int64_t past = 0,
-                 bool ggml = false);
+                 bool ggml = false, int64_t window = 0, double softcap = 0);
 
 // Writes new_kv [B, H, S, D] into cache [B, H, T, D] at rows position..position + S - 1, in place.
 // The cache is float16, bfloat16 or float32 (float64 for float64 new_kv).

@@ -77,6 +77,16 @@ std::vector<Tensor> rope_backward(const BackwardArgs& b) {
 }
 
 // ---- attention ------------------------------------------------------------------------------
+// Sliding window (keys (p - window, p] for a query at p) and soft-capping (c tanh(s / c)) of the
+// scores, Mistral's and Gemma 2's; 0 turns each off. attention holds them at attributes 3 and 4,
+// attention_grad at 2 and 3.
+void check_window_and_cap(const InferArgs& a, int first) {
+  if (a.attrs.i(first) < 0) op_error(a.def, ErrorCode::kValue, "window must be >= 0 (0: no sliding window)");
+  const double cap = a.attrs.f(first + 1);
+  if (!(cap >= 0) || !std::isfinite(cap))
+    op_error(a.def, ErrorCode::kValue, "softcap must be finite and >= 0 (0: no soft-capping)");
+}
+
 void infer_attention(const InferArgs& a, Inference& out) {
   const Tensor &q = a.inputs[0], &k = a.inputs[1], &v = a.inputs[2];
   if (q.dtype() != DType::kFloat32 && q.dtype() != DType::kFloat64)
@@ -118,15 +128,17 @@ std::vector<Tensor> attention_backward(const BackwardArgs& b) {
   const Tensor &q = b.inputs[0], &k = b.inputs[1], &v = b.inputs[2];
   const DType t = q.dtype();
   const Tensor in[] = {q, cast(k, t), cast(v, t), b.outputs[0], b.grad_outputs[0]};
-  const TensorList g = dispatch(OpId::k_attention_grad, in, Attrs::of(b.attrs.f(0), b.attrs.i(1)));
+  const TensorList g =
+      dispatch(OpId::k_attention_grad, in, Attrs::of(b.attrs.f(0), b.attrs.i(1), b.attrs.i(3), b.attrs.f(4)));
   return {b.needs(0) ? g[0] : Tensor(), b.needs(1) ? cast(g[1], k.dtype()) : Tensor(),
           b.needs(2) ? cast(g[2], v.dtype()) : Tensor()};
 }
 
-// attention_grad(q, k, v, o, dO; scale, past) -> dQ, dK, dV: every input in q's dtype (float32 or
+// attention_grad(q, k, v, o, dO; scale, past, window, softcap) -> dQ, dK, dV: every input in q's dtype (float32 or
 // float64), shapes as attention's with o and dO [B, Hq, S, Dv]. Key rows past past + S get zeros.
 void infer_attention_grad(const InferArgs& a, Inference& out) {
   infer_attention(InferArgs{a.def, a.inputs.first(3), a.attrs}, out);
+  check_window_and_cap(a, 2);
   for (const Tensor& t : a.inputs)
     if (t.dtype() != a.inputs[0].dtype())
       op_error(a.def, ErrorCode::kDType,
@@ -179,12 +191,22 @@ void define_llm_ops(OpTable& table) {
   rp.infer = infer_rope;
   rp.backward = &rope_backward;
 
-  OpDef& at = define(table, OpId::k_attention, 3, {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt},
-                                                                  {"ggml", AttrKind::kBool, true}});
-  at.infer = infer_attention;
+  OpDef& at = define(table, OpId::k_attention, 3,
+                     {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}, {"ggml", AttrKind::kBool, true},
+                      {"window", AttrKind::kInt, true}, {"softcap", AttrKind::kFloat, true}});
+  at.infer = [](const InferArgs& a, Inference& out) {
+    infer_attention(a, out);
+    check_window_and_cap(a, 3);
+    if (a.attrs.b(2) && (a.attrs.i(3) > 0 || a.attrs.f(4) > 0))
+      op_error(a.def, ErrorCode::kUnsupported,
+               "ggml numerics model llama.cpp's attention without a sliding window or soft-capping; "
+               "use the reference numerics (ggml = false) for such a model");
+  };
   at.backward = &attention_backward;
 
-  OpDef& ag = define(table, OpId::k_attention_grad, 5, {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}});
+  OpDef& ag = define(table, OpId::k_attention_grad, 5,
+                     {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}, {"window", AttrKind::kInt},
+                      {"softcap", AttrKind::kFloat}});
   ag.infer = infer_attention_grad;
   ag.differentiable = false;  // a gradient kernel (NOTE [LLM gradients]), as conv2d_grad_input
 

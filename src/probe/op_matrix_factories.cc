@@ -477,8 +477,8 @@ FactoryTable build() {
     c.ref_inputs.push_back(c.inputs.back());
     return c;
   };
-  // attention's sample shapes plus o and dO [1, 4, 2, 2]; the result is dQ, dK, dV flattened
-  // and joined (the matrix compares one tensor).
+  // attention's sample shapes plus o and dO [1, 4, 2, 2], a window of 3 keys and a soft cap of 2;
+  // the result is dQ, dK, dV flattened and joined (the matrix compares one tensor).
   f[OpId::k_attention_grad] = [](DType t) -> std::optional<OpCase> {
     if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
     return with_inputs(t,
@@ -487,7 +487,7 @@ FactoryTable build() {
                         {Shape{1, 4, 2, 2}, K::kGeneral}},
                        [](const std::vector<Tensor>& x, bool) {
                          const TensorList g = dispatch(OpId::k_attention_grad, std::span<const Tensor>(x),
-                                                       Attrs::of(0.5, int64_t{2}));
+                                                       Attrs::of(0.5, int64_t{2}, int64_t{3}, 2.0));
                          return concat({reshape(g[0], {-1}), reshape(g[1], {-1}), reshape(g[2], {-1})});
                        });
   };

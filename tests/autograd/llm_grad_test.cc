@@ -79,12 +79,17 @@ struct AttnCase {
   const char* what;
   int64_t B, Hq, Hkv, S, T, D, Dv, past;
   double scale;
+  int64_t window = 0;
+  double softcap = 0;
 };
 const std::vector<AttnCase> kAttnCases = {
     {"grouped heads, queries from position 2 of a 5-row cache", 2, 4, 2, 3, 5, 4, 3, 2, 0.5},
     {"multi-head prefill, default scale", 1, 2, 2, 4, 4, 3, 3, 0, 0},
     {"decode: one query over the cache", 1, 4, 1, 1, 6, 2, 2, 5, 0.7},
     {"more query steps than a block, more keys than a tile", 1, 2, 1, 20, 75, 2, 2, 50, 0.9},
+    {"sliding window of 10 that skips whole key tiles", 1, 2, 1, 20, 150, 2, 2, 130, 0.8, 10},
+    {"soft-capped scores (cap 1.5)", 1, 2, 2, 4, 6, 3, 3, 2, 2.0, 0, 1.5},
+    {"window, cap and grouped heads together", 2, 4, 2, 5, 9, 3, 2, 4, 0, 3, 0.7},
 };
 
 TEST(LlmGrad, AttentionMatchesFiniteDifferences) {
@@ -92,14 +97,17 @@ TEST(LlmGrad, AttentionMatchesFiniteDifferences) {
     SCOPED_TRACE(c.what);
     const std::vector<Tensor> in = {rnd({c.B, c.Hq, c.S, c.D}, 11), rnd({c.B, c.Hkv, c.T, c.D}, 12),
                                     rnd({c.B, c.Hkv, c.T, c.Dv}, 13)};
-    gradcheck([&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2], c.scale, c.past); }, in,
-              {0, 1, 2}, 1e-6, 1e-6, c.what);
+    gradcheck(
+        [&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2], c.scale, c.past, false, c.window, c.softcap); },
+        in, {0, 1, 2}, 1e-6, 1e-6, c.what);
   }
 }
 
-// Attention as matmul, a causal where and softmax, in the inputs' dtype (float64 here): the
-// independent reference, differentiated by those ops' own rules.
-Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, int64_t past) {
+// Attention as matmul, tanh for the cap, a causal (and windowed) where and softmax, in the inputs'
+// dtype (float64 here): the independent reference, differentiated by those ops' own rules.
+Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttnCase& c) {
+  const double past = (double)c.past;
+  double scale = c.scale;
   const int64_t S = q.shape()[2], T = k.shape()[2], g = q.shape()[1] / k.shape()[1];
   auto repeat = [g](const Tensor& t) {
     const Shape& s = t.shape();
@@ -108,10 +116,12 @@ Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, dou
   };
   std::vector<uint8_t> allowed((size_t)(S * T));
   for (int64_t i = 0; i < S; ++i)
-    for (int64_t j = 0; j < T; ++j) allowed[(size_t)(i * T + j)] = j <= past + i;
+    for (int64_t j = 0; j < T; ++j)
+      allowed[(size_t)(i * T + j)] = j <= past + i && (c.window == 0 || j > past + i - c.window);
   const Tensor mask = Tensor::from_bytes(allowed.data(), Shape{S, T}, DType::kBool, Device::cpu());
   if (scale <= 0) scale = 1 / std::sqrt((double)q.shape()[3]);
-  const Tensor s = mul(matmul(q, transpose(repeat(k), -2, -1)), scale);
+  Tensor s = mul(matmul(q, transpose(repeat(k), -2, -1)), scale);
+  if (c.softcap > 0) s = mul(tanh(mul(s, 1 / c.softcap)), c.softcap);
   const Tensor p = softmax(where(mask, s, scalar_like(s, -std::numeric_limits<double>::infinity())), -1);
   return matmul(p, repeat(v));
 }
@@ -128,12 +138,19 @@ TEST(LlmGrad, AttentionKernelMatchesAFloat64CompositionAtEveryLevel) {
         return [&, t, attn](const std::vector<Tensor>& x) { return sum(mul(attn(x[0], x[1], x[2]), cast(w, t))); };
       };
       const ValueAndGrad want = value_and_grad(loss(f64, [&](const Tensor& a, const Tensor& b, const Tensor& d) {
-                                                 return composed_attention(a, b, d, c.scale, c.past);
+                                                 return composed_attention(a, b, d, c);
                                                }),
                                                {0, 1, 2})({cast(q, f64), cast(k, f64), cast(v, f64)});
+      const std::vector<double> want_out =
+          composed_attention(cast(q, f64), cast(k, f64), cast(v, f64), c).to_vector<double>();
       at_every_level([&] {
+        const std::vector<double> out =
+            cast(attention(q, k, v, c.scale, c.past, false, c.window, c.softcap), f64).to_vector<double>();
+        ASSERT_EQ(out.size(), want_out.size());
+        for (size_t j = 0; j < out.size(); ++j) EXPECT_NEAR(out[j], want_out[j], 2e-5 * (1 + std::abs(want_out[j])));
         const ValueAndGrad got = value_and_grad(loss(f32, [&](const Tensor& a, const Tensor& b, const Tensor& d) {
-                                                  return attention(a, b, d, c.scale, c.past);
+                                                  return attention(a, b, d, c.scale, c.past, false, c.window,
+                                                                   c.softcap);
                                                 }),
                                                 {0, 1, 2})({q, k, v});
         for (int i = 0; i < 3; ++i) {
@@ -176,11 +193,16 @@ TEST(LlmGrad, AttentionGradRejectsMismatchedInputs) {
   const Tensor o = rnd({1, 2, 3, 2}, 4, f32);
   auto run = [&](const Tensor& kk, const Tensor& oo) {
     const Tensor in[] = {q, kk, v, oo, oo};
-    dispatch(OpId::k_attention_grad, in, Attrs::of(0.0, int64_t{1}));
+    dispatch(OpId::k_attention_grad, in, Attrs::of(0.0, int64_t{1}, int64_t{0}, 0.0));
   };
   EXPECT_EQ(error_code_of([&] { run(cast(k, DType::kFloat16), o); }), ErrorCode::kDType);
   EXPECT_EQ(error_code_of([&] { run(k, rnd({1, 2, 3, 3}, 5, f32)); }), ErrorCode::kShape);
   EXPECT_EQ(error_code_of([&] { run(rnd({1, 1, 3, 4}, 6, f32), o); }), ErrorCode::kShape);  // past + S > T
+  // attention's own window and cap: negative values, and either under the ggml numerics.
+  EXPECT_EQ(error_code_of([&] { attention(q, k, v, 0, 1, false, -1); }), ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { attention(q, k, v, 0, 1, false, 0, -2.0); }), ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { attention(q, k, v, 0, 1, true, 4); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(error_code_of([&] { attention(q, k, v, 0, 1, true, 0, 30.0); }), ErrorCode::kUnsupported);
 }
 
 // ---- matmul_q -------------------------------------------------------------------------------
