@@ -38,8 +38,10 @@ Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, co
 // Result: [B, Hq, S, Dv] in q's dtype.
 // ggml: the non-flash path of llama.cpp: all scores of a row, then softmax (sum in float64),
 // with q rounded to k's dtype and the probabilities to v's when those are float16 / bfloat16.
+// window > 0: a sliding window, query i sees keys (past + i - window, past + i] (Mistral);
+// softcap > 0: each scaled score s becomes softcap * tanh(s / softcap) (Gemma 2). Neither with ggml.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale = 0, int64_t past = 0,
-                 bool ggml = false);
+                 bool ggml = false, int64_t window = 0, double softcap = 0);
 
 // Writes new_kv [B, H, S, D] into cache [B, H, T, D] at rows position..position + S - 1, in place.
 // The cache is float16, bfloat16 or float32 (float64 for float64 new_kv).
@@ -47,7 +49,9 @@ void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position)
 
 // x float32 [m, k] times a weight [n, k] held as GGUF blocks: a uint8 [n, row_bytes] tensor and
 // the type name (q8_0 q4_0 q4_1 q4_k q5_k q6_k), or a float16 / bfloat16 [n, k] tensor with type
-// "f16" / "bf16". Result float32 [m, n]. Not differentiable.
+// "f16" / "bf16". Result float32 [m, n]. A float64 x gets the exact dequantised product in
+// float64 (a reference). Differentiable in x only (NOTE [LLM gradients]): dx = dy W with the
+// dequantised weight; asking for the weight's gradient is a kUnsupported error (it is frozen).
 // ggml: activations quantised as ggml's q8_0 / q8_1 blocks store them (float16 scale, q8_1's
 // float16 sum) for q8_0 / q4_0 / q4_1, rounded to the weight's 16-bit type for f16 / bf16.
 Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type, bool ggml = false);

@@ -40,6 +40,7 @@
   X(rms_norm) X(rope) X(attention) X(kv_cache_write)                                            \
   /* products with GGUF-quantized weights (NOTE [Quantized kernels]) */                         \
   X(matmul_q)                                                                                   \
+  X(attention_grad) X(matmul_q_grad)  /* LLM backward kernels (NOTE [LLM gradients]) */          \
   /* convolution + per-channel bias + clamp, substituted by Lite at load (NOTE [Lite executor]) */ \
   X(fused_conv2d)                                                                               \
   /* control flow with subgraphs, run by the graph executor (NOTE [Control flow]) */            \
@@ -65,8 +66,8 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // fused_elementwise (the elementwise fusion pass's node) and the LLM blocks rms_norm, rope,
 // attention, kv_cache_write and matmul_q. Version 5 added fused_conv2d (Lite's load-time
 // convolution + bias + activation). Version 6 added while_loop (a node with condition and body
-// subgraphs).
-inline constexpr int kOpSetVersion = 6;
-static_assert(kNumOps == 79, "the op list changed: bump kOpSetVersion and update this count");
+// subgraphs). Version 7 added attention_grad and matmul_q_grad (NOTE [LLM gradients]).
+inline constexpr int kOpSetVersion = 7;
+static_assert(kNumOps == 81, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

@@ -1,8 +1,8 @@
 // LLM blocks as registry ops: rms_norm, rope, attention, kv_cache_write (NOTE [LLM blocks] in
 // docs/design.md). Inference checks every shape and dtype here, so the kernels
-// (each backend's) can assume them; backward rules are written with ops.
+// (each backend's) can assume them; backward rules are written with ops (attention's calls its
+// gradient kernel, attention_grad: NOTE [LLM gradients]).
 #include <cmath>
-#include <limits>
 
 #include "describe.h"
 #include "op_families.h"
@@ -77,6 +77,16 @@ std::vector<Tensor> rope_backward(const BackwardArgs& b) {
 }
 
 // ---- attention ------------------------------------------------------------------------------
+// Sliding window (keys (p - window, p] for a query at p) and soft-capping (c tanh(s / c)) of the
+// scores, Mistral's and Gemma 2's; 0 turns each off. attention holds them at attributes 3 and 4,
+// attention_grad at 2 and 3.
+void check_window_and_cap(const InferArgs& a, int first) {
+  if (a.attrs.i(first) < 0) op_error(a.def, ErrorCode::kValue, "window must be >= 0 (0: no sliding window)");
+  const double cap = a.attrs.f(first + 1);
+  if (!(cap >= 0) || !std::isfinite(cap))
+    op_error(a.def, ErrorCode::kValue, "softcap must be finite and >= 0 (0: no soft-capping)");
+}
+
 void infer_attention(const InferArgs& a, Inference& out) {
   const Tensor &q = a.inputs[0], &k = a.inputs[1], &v = a.inputs[2];
   if (q.dtype() != DType::kFloat32 && q.dtype() != DType::kFloat64)
@@ -109,49 +119,37 @@ void infer_attention(const InferArgs& a, Inference& out) {
   out.compute = q.dtype();
 }
 
-double attention_scale(const Attrs& attrs, int64_t d) {
-  return attrs.f(0) > 0 ? attrs.f(0) : 1.0 / std::sqrt((double)d);
-}
-
-// [B, Hkv, T, D] -> [B, Hkv * G, T, D], each kv head repeated for its G query heads.
-Tensor repeat_kv(const Tensor& t, int64_t g, DType dtype) {
-  Tensor c = cast(t, dtype);
-  if (g == 1) return c;
-  const Shape& s = c.shape();
-  Tensor e = expand(reshape(c, {s[0], s[1], 1, s[2], s[3]}), {s[0], s[1], g, s[2], s[3]});
-  return reshape(e.contiguous(), {s[0], s[1] * g, s[2], s[3]});
-}
-// The inverse: sums the G query heads' gradients of each kv head.
-Tensor fold_kv(const Tensor& t, int64_t g, DType dtype) {
-  if (g == 1) return cast(t, dtype);
-  const Shape& s = t.shape();
-  return cast(sum(reshape(t, {s[0], s[1] / g, g, s[2], s[3]}), {2}), dtype);
-}
-
-// Recomputes the probabilities P with ops, then dV = P^T dO, dP = dO V^T,
-// dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
+// NOTE [LLM gradients]: the rule calls attention_grad, whose kernel recomputes the probabilities
+// block by block from each row's logsumexp (FlashAttention-2's backward), so no [S, T] matrix is
+// ever held. k and v (a float16 / bfloat16 cache) are widened to q's dtype for it and their
+// gradients narrowed back; D = rowsum(dO * O) reads the forward's output.
 std::vector<Tensor> attention_backward(const BackwardArgs& b) {
-  const Tensor &q = b.inputs[0], &k = b.inputs[1], &v = b.inputs[2], &go = b.grad_outputs[0];
-  const int64_t S = q.shape()[2], T = k.shape()[2], g = q.shape()[1] / k.shape()[1];
-  const int64_t past = b.attrs.i(1);
-  const double scale = attention_scale(b.attrs, q.shape()[3]);
+  if (!b.needs(0) && !b.needs(1) && !b.needs(2)) return {Tensor(), Tensor(), Tensor()};
+  const Tensor &q = b.inputs[0], &k = b.inputs[1], &v = b.inputs[2];
   const DType t = q.dtype();
-  const Tensor kx = repeat_kv(k, g, t), vx = repeat_kv(v, g, t);
-  std::vector<uint8_t> allowed((size_t)(S * T));
-  for (int64_t i = 0; i < S; ++i)
-    for (int64_t j = 0; j < T; ++j) allowed[(size_t)(i * T + j)] = j <= past + i;
-  const Tensor mask = Tensor::from_bytes(allowed.data(), Shape{S, T}, DType::kBool, q.device());
-  const Tensor scores = mul(matmul(q, transpose(kx, -2, -1)), scale);
-  const Tensor p = softmax(where(mask, scores, scalar_like(scores, -std::numeric_limits<double>::infinity())), -1);
-  Tensor dq, dk, dv;
-  if (b.needs(2)) dv = fold_kv(matmul(transpose(p, -2, -1), go), g, v.dtype());
-  if (b.needs(0) || b.needs(1)) {
-    const Tensor dp = matmul(go, transpose(vx, -2, -1));
-    const Tensor ds = mul(p, sub(dp, sum(mul(dp, p), {-1}, true)));
-    if (b.needs(0)) dq = mul(matmul(ds, kx), scale);
-    if (b.needs(1)) dk = fold_kv(mul(matmul(transpose(ds, -2, -1), q), scale), g, k.dtype());
-  }
-  return {dq, dk, dv};
+  const Tensor in[] = {q, cast(k, t), cast(v, t), b.outputs[0], b.grad_outputs[0]};
+  const TensorList g =
+      dispatch(OpId::k_attention_grad, in, Attrs::of(b.attrs.f(0), b.attrs.i(1), b.attrs.i(3), b.attrs.f(4)));
+  return {b.needs(0) ? g[0] : Tensor(), b.needs(1) ? cast(g[1], k.dtype()) : Tensor(),
+          b.needs(2) ? cast(g[2], v.dtype()) : Tensor()};
+}
+
+// attention_grad(q, k, v, o, dO; scale, past, window, softcap) -> dQ, dK, dV: every input in q's dtype (float32 or
+// float64), shapes as attention's with o and dO [B, Hq, S, Dv]. Key rows past past + S get zeros.
+void infer_attention_grad(const InferArgs& a, Inference& out) {
+  infer_attention(InferArgs{a.def, a.inputs.first(3), a.attrs}, out);
+  check_window_and_cap(a, 2);
+  for (const Tensor& t : a.inputs)
+    if (t.dtype() != a.inputs[0].dtype())
+      op_error(a.def, ErrorCode::kDType,
+               "every input must have q's dtype (the rule widens a 16-bit cache first), got " +
+                   describe_inputs(a.inputs));
+  const Shape o = out.outputs[0].shape;
+  if (a.inputs[3].shape() != o || a.inputs[4].shape() != o)
+    op_error(a.def, ErrorCode::kShape,
+             "the output and its gradient must both be " + o.str() + ", got " + describe_inputs(a.inputs));
+  out.num_outputs = 3;
+  for (int i = 0; i < 3; ++i) out.outputs[i] = {a.inputs[i].shape(), a.inputs[0].dtype()};
 }
 
 // ---- kv_cache_write -------------------------------------------------------------------------
@@ -193,10 +191,24 @@ void define_llm_ops(OpTable& table) {
   rp.infer = infer_rope;
   rp.backward = &rope_backward;
 
-  OpDef& at = define(table, OpId::k_attention, 3, {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt},
-                                                                  {"ggml", AttrKind::kBool, true}});
-  at.infer = infer_attention;
+  OpDef& at = define(table, OpId::k_attention, 3,
+                     {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}, {"ggml", AttrKind::kBool, true},
+                      {"window", AttrKind::kInt, true}, {"softcap", AttrKind::kFloat, true}});
+  at.infer = [](const InferArgs& a, Inference& out) {
+    infer_attention(a, out);
+    check_window_and_cap(a, 3);
+    if (a.attrs.b(2) && (a.attrs.i(3) > 0 || a.attrs.f(4) > 0))
+      op_error(a.def, ErrorCode::kUnsupported,
+               "ggml numerics model llama.cpp's attention without a sliding window or soft-capping; "
+               "use the reference numerics (ggml = false) for such a model");
+  };
   at.backward = &attention_backward;
+
+  OpDef& ag = define(table, OpId::k_attention_grad, 5,
+                     {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}, {"window", AttrKind::kInt},
+                      {"softcap", AttrKind::kFloat}});
+  ag.infer = infer_attention_grad;
+  ag.differentiable = false;  // a gradient kernel (NOTE [LLM gradients]), as conv2d_grad_input
 
   OpDef& kv = define(table, OpId::k_kv_cache_write, 2, {{"position", AttrKind::kInt}});
   kv.infer = infer_kv_cache_write;

@@ -12,8 +12,9 @@ Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, co
   return dispatch1(OpId::k_rope, {x, positions, inv_freq}, Attrs::of(o.seq_axis, o.interleaved, o.scale, o.inverse, o.ggml_theta_scale));
 }
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, int64_t past, bool ggml) {
-  return dispatch1(OpId::k_attention, {q, k, v}, Attrs::of(scale, past, ggml));
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, int64_t past, bool ggml,
+                 int64_t window, double softcap) {
+  return dispatch1(OpId::k_attention, {q, k, v}, Attrs::of(scale, past, ggml, window, softcap));
 }
 
 void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position) {

@@ -15,8 +15,9 @@ void infer_matmul_q(const InferArgs& a, Inference& out) {
   if (!type)
     op_error(a.def, ErrorCode::kValue,
              "unknown weight type '" + name + "' (expected q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, f16 or bf16)");
-  if (x.dtype() != DType::kFloat32 || x.ndim() != 2)
-    op_error(a.def, ErrorCode::kDType, "x must be float32 [m, k], got " + describe(x));
+  // float64: the exact dequantised product, the reference of the gradient check (NOTE [LLM gradients]).
+  if ((x.dtype() != DType::kFloat32 && x.dtype() != DType::kFloat64) || x.ndim() != 2)
+    op_error(a.def, ErrorCode::kDType, "x must be float32 (or float64) [m, k], got " + describe(x));
   if (w.ndim() != 2) op_error(a.def, ErrorCode::kShape, "the weight must be 2-D [n, ...], got " + describe(w));
   const int64_t k = x.shape()[1];
   if (*type == QuantType::kF16 || *type == QuantType::kBF16) {
@@ -40,8 +41,42 @@ void infer_matmul_q(const InferArgs& a, Inference& out) {
                    " bytes (" + std::to_string(k / f.block_size) + " blocks), the weight has " +
                    std::to_string(w.shape()[1]) + " per row: " + describe(w));
   }
-  out.outputs[0] = {Shape{x.shape()[0], w.shape()[0]}, DType::kFloat32};
-  out.compute = DType::kFloat32;
+  out.outputs[0] = {Shape{x.shape()[0], w.shape()[0]}, x.dtype()};
+  out.compute = x.dtype();
+}
+
+// NOTE [LLM gradients]: dx = dy W with W the dequantised weight (matmul_q_grad, which dequantises
+// tiles of rows and never the whole matrix). The activations' q8 rounding is passed straight
+// through (its derivative is zero almost everywhere, useless for training). The weight is frozen.
+std::vector<Tensor> matmul_q_backward(const BackwardArgs& b) {
+  if (b.needs(1))
+    throw Error(ErrorCode::kUnsupported,
+                "matmul_q: no gradient for the " + b.attrs.s(0) + " weight: a quantized base weight is frozen "
+                "(gradients flow through it to x, not into it); train an adapter beside it (LoRA), or "
+                "dequantize the weight to a float tensor and use matmul to train it");
+  if (!b.needs(0)) return {Tensor(), Tensor()};
+  const Tensor in[] = {b.grad_outputs[0], b.inputs[1]};
+  return {dispatch(OpId::k_matmul_q_grad, in, Attrs::of(b.attrs.s(0)))[0], Tensor()};
+}
+
+// matmul_q_grad(dy [m, n], w [n, ...]; type) -> dx [m, k] in dy's dtype (float32 or float64):
+// the weight checked as matmul_q checks it, k read off its row length.
+void infer_matmul_q_grad(const InferArgs& a, Inference& out) {
+  const Tensor &g = a.inputs[0], &w = a.inputs[1];
+  if ((g.dtype() != DType::kFloat32 && g.dtype() != DType::kFloat64) || g.ndim() != 2)
+    op_error(a.def, ErrorCode::kDType, "dy must be float32 or float64 [m, n], got " + describe(g));
+  const std::optional<QuantType> type = parse_quant_type(a.attrs.s(0));
+  int64_t k = w.ndim() == 2 ? w.shape()[1] : 0;
+  if (type && w.dtype() == DType::kUInt8 && *type != QuantType::kF16 && *type != QuantType::kBF16) {
+    const QuantFormat& f = quant_format(*type);
+    if (k % f.block_bytes == 0) k = k / f.block_bytes * f.block_size;
+  }
+  // An empty x [0, k] stands for dx: infer_matmul_q then checks the type and the weight's layout.
+  const Tensor in[] = {Tensor::empty(Shape{0, k}, g.dtype(), g.device()), w};
+  infer_matmul_q(InferArgs{a.def, in, a.attrs}, out);
+  if (g.shape()[1] != w.shape()[0])
+    op_error(a.def, ErrorCode::kShape, "dy must be [m, n] with the weight's n rows, got " + describe_inputs(a.inputs));
+  out.outputs[0] = {Shape{g.shape()[0], k}, g.dtype()};
 }
 
 }  // namespace
@@ -49,7 +84,11 @@ void infer_matmul_q(const InferArgs& a, Inference& out) {
 void define_quant_ops(OpTable& table) {
   OpDef& mq = define(table, OpId::k_matmul_q, 2, {{"type", AttrKind::kString}, {"ggml", AttrKind::kBool, true}});
   mq.infer = infer_matmul_q;
-  mq.differentiable = false;  // the weights are frozen bytes; gradients go through dequantised copies
+  mq.backward = &matmul_q_backward;  // for x only (NOTE [LLM gradients])
+
+  OpDef& mg = define(table, OpId::k_matmul_q_grad, 2, {{"type", AttrKind::kString}});
+  mg.infer = infer_matmul_q_grad;
+  mg.differentiable = false;  // a gradient kernel, as conv2d_grad_input
 }
 
 }  // namespace spore::ops

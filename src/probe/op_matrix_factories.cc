@@ -114,6 +114,33 @@ OpFactory binary(Tensor (*op)(const Tensor&, const Tensor&), Kind a = Kind::kGen
   };
 }
 
+// matmul_q's samples: values on a grid of 1/64 with a 127/64 in every block of 32, so that q8_0
+// (and the kernel's q8 activations) hold them exactly.
+std::vector<double> q8_grid(int64_t n, uint32_t seed) {
+  std::vector<double> v = values(n, DType::kInt32, Kind::kGeneral, seed);  // integers in [-3, 3]
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (i % 32 == 5 ? 127.0 : v[i] * 29) / 64;
+  return v;
+}
+// A q8_0 weight [3, 32] as its blocks (uint8 [3, 34]).
+Tensor q8_0_sample_weight() {
+  const std::vector<double> wv = q8_grid(3 * 32, 4);
+  std::vector<uint8_t> blocks(3 * 34);
+  for (int r = 0; r < 3; ++r) {
+    std::vector<float> row(wv.begin() + 32 * r, wv.begin() + 32 * (r + 1));
+    quantize_row(QuantType::kQ8_0, row, std::span<uint8_t>(blocks.data() + 34 * r, 34));
+  }
+  return Tensor::from_bytes(blocks.data(), Shape{3, 34}, DType::kUInt8, Device::cpu());
+}
+// Its values [3, 32] in float64, by the reference dequantize_row.
+Tensor q8_0_sample_dequantized(const Tensor& w) {
+  std::vector<float> deq(3 * 32);
+  const std::vector<uint8_t> b = w.to_bytes();
+  for (int r = 0; r < 3; ++r)
+    dequantize_row(QuantType::kQ8_0, std::span<const uint8_t>(b.data() + 34 * r, 34),
+                   std::span<float>(deq.data() + 32 * r, 32));
+  return cast(Tensor::from_vector(deq, Shape{3, 32}), DType::kFloat64);
+}
+
 OpFactory unary(Tensor (*op)(const Tensor&), Kind k = Kind::kGeneral) {
   return [=](DType t) -> std::optional<OpCase> {
     return with_inputs(t, {{Shape{2, 3}, k}}, [op](const std::vector<Tensor>& x, bool) { return op(x[0]); },
@@ -421,35 +448,48 @@ FactoryTable build() {
   };
   // q8_0 weights and activations on a grid of 1/64 with a +-127/64 in every block, so both
   // quantise exactly and the float64 reference (dequantise, matmul) is the op's exact answer.
+  // float64 activations run the op's float64 product (NOTE [LLM gradients]), which the gradient
+  // check differentiates.
   f[OpId::k_matmul_q] = [](DType t) -> std::optional<OpCase> {
-    if (t != DType::kFloat32) return std::nullopt;
-    auto grid = [](int64_t n, uint32_t seed) {
-      std::vector<double> v = values(n, DType::kInt32, K::kGeneral, seed);  // integers in [-3, 3]
-      for (size_t i = 0; i < v.size(); ++i) v[i] = (i % 32 == 5 ? 127.0 : v[i] * 29) / 64;
-      return v;
-    };
+    if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
     OpCase c;
-    const std::vector<double> xv = grid(2 * 32, 3), wv = grid(3 * 32, 4);
-    c.inputs.push_back(mk(xv, Shape{2, 32}, DType::kFloat32));
+    const std::vector<double> xv = q8_grid(2 * 32, 3);
+    c.inputs.push_back(mk(xv, Shape{2, 32}, t));
     c.ref_inputs.push_back(mk(xv, Shape{2, 32}, DType::kFloat64));
-    std::vector<uint8_t> blocks(3 * 34);
-    for (int r = 0; r < 3; ++r) {
-      std::vector<float> row(wv.begin() + 32 * r, wv.begin() + 32 * (r + 1));
-      quantize_row(QuantType::kQ8_0, row, std::span<uint8_t>(blocks.data() + 34 * r, 34));
-    }
-    const Tensor w = Tensor::from_bytes(blocks.data(), Shape{3, 34}, DType::kUInt8, Device::cpu());
+    const Tensor w = q8_0_sample_weight();
     c.inputs.push_back(w);
     c.ref_inputs.push_back(w);
-    c.run = [](const std::vector<Tensor>& x, bool ref) {
-      if (!ref) return matmul_q(x[0], x[1], "q8_0");
-      std::vector<float> deq(3 * 32);
-      const std::vector<uint8_t> b = x[1].to_bytes();
-      for (int r = 0; r < 3; ++r)
-        dequantize_row(QuantType::kQ8_0, std::span<const uint8_t>(b.data() + 34 * r, 34),
-                       std::span<float>(deq.data() + 32 * r, 32));
-      return matmul(x[0], transpose(cast(Tensor::from_vector(deq, Shape{3, 32}), DType::kFloat64), 0, 1));
+    c.run = [t](const std::vector<Tensor>& x, bool ref) {
+      if (!ref || t == DType::kFloat64) return matmul_q(x[0], x[1], "q8_0");
+      return matmul(x[0], transpose(q8_0_sample_dequantized(x[1]), 0, 1));
     };
     return c;
+  };
+  // dy [2, 3] times the same weight; the reference is dy times the dequantised weight in float64.
+  f[OpId::k_matmul_q_grad] = [](DType t) -> std::optional<OpCase> {
+    if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
+    OpCase c = with_inputs(t, {{Shape{2, 3}, K::kGeneral}}, [](const std::vector<Tensor>& x, bool ref) {
+      if (ref) return matmul(x[0], q8_0_sample_dequantized(x[1]));
+      const Tensor in[] = {x[0], x[1]};
+      return dispatch(OpId::k_matmul_q_grad, in, Attrs::of(std::string("q8_0")))[0];
+    });
+    c.inputs.push_back(q8_0_sample_weight());
+    c.ref_inputs.push_back(c.inputs.back());
+    return c;
+  };
+  // attention's sample shapes plus o and dO [1, 4, 2, 2], a window of 3 keys and a soft cap of 2;
+  // the result is dQ, dK, dV flattened and joined (the matrix compares one tensor).
+  f[OpId::k_attention_grad] = [](DType t) -> std::optional<OpCase> {
+    if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;
+    return with_inputs(t,
+                       {{Shape{1, 4, 2, 3}, K::kGeneral}, {Shape{1, 2, 5, 3}, K::kGeneral},
+                        {Shape{1, 2, 5, 2}, K::kGeneral}, {Shape{1, 4, 2, 2}, K::kGeneral},
+                        {Shape{1, 4, 2, 2}, K::kGeneral}},
+                       [](const std::vector<Tensor>& x, bool) {
+                         const TensorList g = dispatch(OpId::k_attention_grad, std::span<const Tensor>(x),
+                                                       Attrs::of(0.5, int64_t{2}, int64_t{3}, 2.0));
+                         return concat({reshape(g[0], {-1}), reshape(g[1], {-1}), reshape(g[2], {-1})});
+                       });
   };
   return f;
 }

@@ -136,7 +136,7 @@ TEST(MatmulQ, HostileInputsAreTypedErrors) {
   EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 60}), zeros({3, 60}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // k % 32
   EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q4_k"); }), ErrorCode::kShape);  // k = 64 < one super-block
   EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 68}), "q8_0"); }), ErrorCode::kDType);  // float32 bytes
-  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 64}, DType::kFloat64), w, "q8_0"); }), ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 64}, DType::kFloat16), w, "q8_0"); }), ErrorCode::kDType);
   EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 64}, DType::kUInt8), "f16"); }), ErrorCode::kDType);
   EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 63}, DType::kFloat16), "f16"); }), ErrorCode::kShape);
   EXPECT_EQ(error_code_of([&] { matmul_q(zeros({64}), w, "q8_0"); }), ErrorCode::kDType);  // x must be 2-D
