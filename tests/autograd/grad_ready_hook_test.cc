@@ -3,6 +3,8 @@
 // use, so the last layer's weights come before the first layer's.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "spore/autograd.h"
 #include "spore/ops.h"
 

@@ -131,7 +131,10 @@ TEST(DataParallel, RankOrderReductionIsBitwiseTheSequentialFold) {
       for (int r = 0; r < g.size(); ++r) {
         Batch s = shard(batch(t), r, B);
         std::vector<Tensor> gr = vg({s.x, s.y}).weight_grads;
-        for (size_t k = 0; k < gr.size(); ++k) sum.size() <= k ? sum.push_back(gr[k]) : void(sum[k] = add(sum[k], gr[k]));
+        if (r == 0)
+          sum = gr;
+        else
+          for (size_t k = 0; k < gr.size(); ++k) sum[k] = add(sum[k], gr[k]);
       }
       for (Tensor& s : sum) s = div(s, (double)g.size());
       opt->step(sum);

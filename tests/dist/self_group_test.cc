@@ -21,6 +21,17 @@ ProcessGroup& self_group() {
   return init(o);
 }
 
+// `spore launch` exports SPORE_NUM_THREADS = cores / ranks; init() makes it the context's count.
+TEST(SelfGroup, ThreadCountFromTheLauncher) {
+  if (is_initialized()) GTEST_SKIP() << "needs a process whose group is not made yet (ctest runs each test alone)";
+  ContextGuard guard;
+  set_num_threads(0);
+  setenv("SPORE_NUM_THREADS", "1", 1);
+  self_group();
+  unsetenv("SPORE_NUM_THREADS");
+  EXPECT_EQ(context().num_threads, 1);
+}
+
 TEST(SelfGroup, CollectivesOfOneRank) {
   ProcessGroup& g = self_group();
   EXPECT_EQ(g.size(), 1);
@@ -36,17 +47,6 @@ TEST(SelfGroup, CollectivesOfOneRank) {
   g.barrier();
   EXPECT_EQ(&world(), &g);
   EXPECT_EQ(&init(), &g);  // a second init returns the same group
-}
-
-// `spore launch` exports SPORE_NUM_THREADS = cores / ranks; init() makes it the context's count.
-TEST(SelfGroup, ThreadCountFromTheLauncher) {
-  if (is_initialized()) GTEST_SKIP() << "needs a process whose group is not made yet (ctest runs each test alone)";
-  ContextGuard guard;
-  set_num_threads(0);
-  setenv("SPORE_NUM_THREADS", "1", 1);
-  self_group();
-  unsetenv("SPORE_NUM_THREADS");
-  EXPECT_EQ(context().num_threads, 1);
 }
 
 TEST(SelfGroup, DataParallelOfOneIsPlainTraining) {
