@@ -229,8 +229,9 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
     }
     // NOTE [Gradient-ready hook]: weight w is final once the walk is past the first node reading it.
     std::vector<std::vector<size_t>> final_after;  // node index -> weights final after it
-    std::vector<char> reported(weights.size(), 0);
+    std::vector<char> reported;  // allocated only with a hook: a plain step allocates nothing here
     std::function<void(size_t)> after_node;
+    if (on_weight_grad) reported.assign(weights.size(), 0);
     if (on_weight_grad && tape.tracked(result.value)) {
       const NodeList& list = tape.nodes();
       final_after.resize(list.nodes().size());
