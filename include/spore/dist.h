@@ -51,14 +51,16 @@ class CommBackend {
   // ((x0 + x1) + x2) + ... in the dtype's own arithmetic and sent back to every rank, so the bits
   // do not depend on the library's reduction tree (slower; for verification). Such requests may
   // finish in any order; the others must be started in the same order on every rank.
-  virtual std::unique_ptr<CommRequest> all_reduce(const void* send, void* recv, int64_t count, DType dtype,
-                                                  ReduceOp op, bool in_rank_order) = 0;
-  virtual std::unique_ptr<CommRequest> broadcast(void* buf, int64_t count, DType dtype, int root) = 0;
+  virtual std::unique_ptr<CommRequest> all_reduce(const void* send, void* recv, int64_t count,
+                                                  DType dtype, ReduceOp op, bool in_rank_order) = 0;
+  virtual std::unique_ptr<CommRequest> broadcast(void* buf, int64_t count, DType dtype,
+                                                 int root) = 0;
   // recv holds size() blocks of `count`, block r from rank r.
-  virtual std::unique_ptr<CommRequest> all_gather(const void* send, void* recv, int64_t count, DType dtype) = 0;
+  virtual std::unique_ptr<CommRequest> all_gather(const void* send, void* recv, int64_t count,
+                                                  DType dtype) = 0;
   // send holds size() blocks of `count`; recv gets the reduction of block rank().
-  virtual std::unique_ptr<CommRequest> reduce_scatter(const void* send, void* recv, int64_t count, DType dtype,
-                                                      ReduceOp op) = 0;
+  virtual std::unique_ptr<CommRequest> reduce_scatter(const void* send, void* recv, int64_t count,
+                                                      DType dtype, ReduceOp op) = 0;
   virtual std::unique_ptr<CommRequest> barrier() = 0;
   // Ends the whole job now (a watchdog fired: waiting in a clean shutdown would hang).
   virtual void abort(int exit_code) noexcept = 0;
@@ -193,7 +195,7 @@ struct DdpOptions {
 class GradBuckets {
  public:
   GradBuckets(ProcessGroup& group, const std::vector<Parameter>& params, const DdpOptions& options);
-  void begin_step();                                 // fresh buffers; nothing pending
+  void begin_step();                                  // fresh buffers; nothing pending
   void grad_ready(size_t index, const Tensor& grad);  // parameter `index`'s gradient is final
   std::vector<Tensor> finish();                       // waits; the reduced gradients, in order
   size_t num_buckets() const { return buckets_.size(); }
@@ -257,8 +259,8 @@ void save_checkpoint(ProcessGroup& group, const nn::Cell& net, const std::filesy
 // otherwise the permutation is padded by repeating its start so every rank has ceil(n / R).
 class DistributedSampler {
  public:
-  DistributedSampler(int64_t dataset_size, int num_replicas, int rank, bool shuffle = true, uint64_t seed = 0,
-                     bool drop_last = false);
+  DistributedSampler(int64_t dataset_size, int num_replicas, int rank, bool shuffle = true,
+                     uint64_t seed = 0, bool drop_last = false);
   void set_epoch(int64_t epoch) { *epoch_ = epoch; }
   int64_t epoch() const { return *epoch_; }
   int64_t num_samples() const { return num_samples_; }

@@ -1,7 +1,8 @@
 // Checkpoints in a data-parallel job: rank 0 writes, every rank learns whether it worked.
+#include "spore/checkpoint.h"
+
 #include <cstring>
 
-#include "spore/checkpoint.h"
 #include "spore/dist.h"
 
 namespace spore::dist {
@@ -29,7 +30,8 @@ void save_checkpoint(ProcessGroup& group, const nn::Cell& net, const std::filesy
   if (group.rank() == 0) std::memcpy(text.data_ptr(), error.data(), (size_t)size);
   text = group.broadcast(text, 0);
   const std::string message((const char*)text.data_ptr(), (size_t)size);
-  throw Error(ErrorCode::kIO, "dist::save_checkpoint: rank 0 could not write " + path.string() + ": " + message);
+  throw Error(ErrorCode::kIO,
+              "dist::save_checkpoint: rank 0 could not write " + path.string() + ": " + message);
 }
 
 }  // namespace spore::dist

@@ -7,10 +7,12 @@
 
 namespace spore::dist {
 
-GradBuckets::GradBuckets(ProcessGroup& group, const std::vector<Parameter>& params, const DdpOptions& options)
+GradBuckets::GradBuckets(ProcessGroup& group, const std::vector<Parameter>& params,
+                         const DdpOptions& options)
     : group_(group), options_(options) {
   if (options.bucket_bytes <= 0)
-    throw Error(ErrorCode::kValue, "DistributedDataParallel: bucket_bytes must be positive (default 25 MiB)");
+    throw Error(ErrorCode::kValue,
+                "DistributedDataParallel: bucket_bytes must be positive (default 25 MiB)");
   const size_t n = params.size();
   shapes_.resize(n);
   bucket_of_.assign(n, 0);
@@ -20,14 +22,16 @@ GradBuckets::GradBuckets(ProcessGroup& group, const std::vector<Parameter>& para
   for (size_t k = n; k-- > 0;) {
     const Tensor& v = params[k].value();
     if (!is_floating(v.dtype()))
-      throw Error(ErrorCode::kDType, "DistributedDataParallel: parameter '" + params[k].name() + "' is " +
-                                         dtype_name(v.dtype()) + "; trainable parameters must be floating point");
+      throw Error(ErrorCode::kDType, "DistributedDataParallel: parameter '" + params[k].name() +
+                                         "' is " + dtype_name(v.dtype()) +
+                                         "; trainable parameters must be floating point");
     // 16-bit parameters' gradients are summed in float32 (MPI has no 16-bit arithmetic).
     const DType bd = v.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     shapes_[k] = v.shape();
     const int64_t bytes = v.numel() * (int64_t)dtype_size(bd);
     if (buckets_.empty() || buckets_.back().dtype != bd ||
-        (buckets_.back().numel > 0 && buckets_.back().numel * (int64_t)dtype_size(bd) + bytes > options.bucket_bytes))
+        (buckets_.back().numel > 0 &&
+         buckets_.back().numel * (int64_t)dtype_size(bd) + bytes > options.bucket_bytes))
       buckets_.push_back(Bucket{bd, {}, {}, 0, Tensor(), 0, Work()});
     Bucket& b = buckets_.back();
     bucket_of_[k] = buckets_.size() - 1;
@@ -54,11 +58,14 @@ void GradBuckets::grad_ready(size_t index, const Tensor& grad) {
     throw Error(ErrorCode::kInternal, "DistributedDataParallel: a gradient arrived outside a step");
   Tensor g = grad.dtype() == b.dtype ? grad.contiguous() : cast(grad, b.dtype).contiguous();
   if (g.shape() != shapes_[index])
-    throw Error(ErrorCode::kShape, "DistributedDataParallel: gradient " + std::to_string(index) + " has shape " +
-                                       g.shape().str() + ", its parameter " + shapes_[index].str());
+    throw Error(ErrorCode::kShape, "DistributedDataParallel: gradient " + std::to_string(index) +
+                                       " has shape " + g.shape().str() + ", its parameter " +
+                                       shapes_[index].str());
   const int64_t off = b.offsets[slot_of_[index]];
-  std::memcpy((uint8_t*)b.buffer.data_ptr() + off * (int64_t)dtype_size(b.dtype), g.data_ptr(), g.nbytes());
-  if (b.pending == 0) throw Error(ErrorCode::kInternal, "DistributedDataParallel: a gradient arrived twice");
+  std::memcpy((uint8_t*)b.buffer.data_ptr() + off * (int64_t)dtype_size(b.dtype), g.data_ptr(),
+              g.nbytes());
+  if (b.pending == 0)
+    throw Error(ErrorCode::kInternal, "DistributedDataParallel: a gradient arrived twice");
   --b.pending;
   launch_ready();
 }
@@ -69,7 +76,8 @@ void GradBuckets::grad_ready(size_t index, const Tensor& grad) {
 void GradBuckets::launch_ready() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_++];
-    b.work = group_.iall_reduce_inplace(b.buffer, options_.gradients_mean ? ReduceOp::kMean : ReduceOp::kSum,
+    b.work = group_.iall_reduce_inplace(b.buffer,
+                                        options_.gradients_mean ? ReduceOp::kMean : ReduceOp::kSum,
                                         options_.in_rank_order);
   }
   for (size_t k = 0; k < next_launch_; ++k)
@@ -79,7 +87,8 @@ void GradBuckets::launch_ready() {
 std::vector<Tensor> GradBuckets::finish() {
   for (const Bucket& b : buckets_)
     if (b.pending != 0)
-      throw Error(ErrorCode::kInternal, "DistributedDataParallel: backward ended with gradients missing from a bucket");
+      throw Error(ErrorCode::kInternal,
+                  "DistributedDataParallel: backward ended with gradients missing from a bucket");
   launched_in_backward_ = next_launch_;
   launch_ready();
   std::vector<Tensor> grads(shapes_.size());
@@ -88,7 +97,8 @@ std::vector<Tensor> GradBuckets::finish() {
     for (size_t s = 0; s < b.params.size(); ++s) {
       const size_t k = b.params[s];
       const int64_t numel = shapes_[k].numel();
-      grads[k] = reshape(slice(reduced, 0, b.offsets[s], b.offsets[s] + numel), shapes_[k].to_vector());
+      grads[k] =
+          reshape(slice(reduced, 0, b.offsets[s], b.offsets[s] + numel), shapes_[k].to_vector());
     }
     b.buffer = Tensor();
   }

@@ -23,7 +23,8 @@ std::optional<long long> env_int(const char* name) {
   char* end = nullptr;
   long long x = std::strtoll(v, &end, 10);
   if (*end != '\0')
-    throw Error(ErrorCode::kValue, std::string("dist::init: ") + name + "=\"" + v + "\" is not an integer");
+    throw Error(ErrorCode::kValue,
+                std::string("dist::init: ") + name + "=\"" + v + "\" is not an integer");
   return x;
 }
 
@@ -53,7 +54,8 @@ struct Launcher {
 // The MPI launchers' variables: Open MPI's mpirun, and PMIx / PMI launchers (MPICH's mpiexec,
 // Slurm's srun) whose processes MPI_Init joins the same way.
 Launcher mpi_launcher() {
-  if (auto r = env_int("OMPI_COMM_WORLD_RANK")) return {"mpirun (Open MPI)", r, env_int("OMPI_COMM_WORLD_SIZE")};
+  if (auto r = env_int("OMPI_COMM_WORLD_RANK"))
+    return {"mpirun (Open MPI)", r, env_int("OMPI_COMM_WORLD_SIZE")};
   if (auto r = env_int("PMIX_RANK")) return {"a PMIx launcher", r, env_int("PMIX_SIZE")};
   if (auto r = env_int("PMI_RANK")) return {"a PMI launcher", r, env_int("PMI_SIZE")};
   return {};
@@ -61,7 +63,9 @@ Launcher mpi_launcher() {
 
 InitOptions resolved(InitOptions o) {
   if (auto t = env_int("SPORE_DIST_TIMEOUT_S")) {
-    if (*t <= 0) throw Error(ErrorCode::kValue, "dist::init: SPORE_DIST_TIMEOUT_S must be a positive number of seconds");
+    if (*t <= 0)
+      throw Error(ErrorCode::kValue,
+                  "dist::init: SPORE_DIST_TIMEOUT_S must be a positive number of seconds");
     o.timeout = std::chrono::seconds(*t);
   }
   if (o.check_order_from_env_or_build) {
@@ -99,14 +103,17 @@ ProcessGroup& init(const InitOptions& options) {
   if (mpi.name.empty()) {
     if (rank || world) {
       const long long n = world.value_or(2);
-      throw Error(ErrorCode::kValue,
-                  "dist::init: RANK/WORLD_SIZE are set (a torchrun-style launcher) but no MPI launcher started this "
-                  "process; Spore's collectives run on MPI, so start the ranks with mpirun, e.g. `" +
-                      launch_hint((int)n, own_argv()) + "`");
+      throw Error(
+          ErrorCode::kValue,
+          "dist::init: RANK/WORLD_SIZE are set (a torchrun-style launcher) but no MPI launcher "
+          "started this "
+          "process; Spore's collectives run on MPI, so start the ranks with mpirun, e.g. `" +
+              launch_hint((int)n, own_argv()) + "`");
     }
     if (!o.allow_single_process)
       throw Error(ErrorCode::kValue,
-                  "dist::init: no launcher environment (OMPI_COMM_WORLD_RANK, PMIX_RANK or RANK/WORLD_SIZE with "
+                  "dist::init: no launcher environment (OMPI_COMM_WORLD_RANK, PMIX_RANK or "
+                  "RANK/WORLD_SIZE with "
                   "mpirun): start the program on N processes with `" +
                       launch_hint(2, own_argv()) +
                       "` (or set InitOptions::allow_single_process to run it as a group of one)");
@@ -119,11 +126,14 @@ ProcessGroup& init(const InitOptions& options) {
   // The torchrun-style variables, when a script sets them under mpirun, must say the same thing.
   if ((rank && *rank != r) || (world && *world != s) || (mpi.size && *mpi.size != s)) {
     backend->finalize();
-    throw Error(ErrorCode::kValue, "dist::init: the launcher's variables disagree with MPI: MPI says rank " +
-                                       std::to_string(r) + " of " + std::to_string(s) + ", the environment RANK=" +
-                                       (rank ? std::to_string(*rank) : "unset") + " WORLD_SIZE=" +
-                                       (world ? std::to_string(*world) : "unset") + "; unset RANK/WORLD_SIZE or start "
-                                       "the job with `" + launch_hint(s, own_argv()) + "`");
+    throw Error(ErrorCode::kValue,
+                "dist::init: the launcher's variables disagree with MPI: MPI says rank " +
+                    std::to_string(r) + " of " + std::to_string(s) +
+                    ", the environment RANK=" + (rank ? std::to_string(*rank) : "unset") +
+                    " WORLD_SIZE=" + (world ? std::to_string(*world) : "unset") +
+                    "; unset RANK/WORLD_SIZE or start "
+                    "the job with `" +
+                    launch_hint(s, own_argv()) + "`");
   }
   g_world = std::make_unique<ProcessGroup>(std::move(backend), o);
   apply_thread_count();

@@ -14,25 +14,32 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool is_low_float(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; }
+bool is_low_float(DType d) {
+  return d == DType::kFloat16 || d == DType::kBFloat16;
+}
 
 // Returns x as a contiguous host tensor of the dtype the backend reduces in (16-bit floats go
 // through float32: MPI has no arithmetic on them), refusing what cannot be reduced.
 Tensor reducible(const char* what, const Tensor& x, ReduceOp op) {
   if (x.dtype() == DType::kBool)
-    throw Error(ErrorCode::kDType, std::string("dist::") + what + ": bool tensors cannot be reduced; cast to int32");
+    throw Error(ErrorCode::kDType,
+                std::string("dist::") + what + ": bool tensors cannot be reduced; cast to int32");
   if (op == ReduceOp::kMean && !is_floating(x.dtype()))
-    throw Error(ErrorCode::kDType, std::string("dist::") + what + ": the mean of " + dtype_name(x.dtype()) +
-                                       " values is not " + dtype_name(x.dtype()) + "; cast to float32 first");
+    throw Error(ErrorCode::kDType, std::string("dist::") + what + ": the mean of " +
+                                       dtype_name(x.dtype()) + " values is not " +
+                                       dtype_name(x.dtype()) + "; cast to float32 first");
   if (is_low_float(x.dtype())) return cast(x, DType::kFloat32);
   return x.contiguous();
 }
 
 void require_host(const char* what, const Tensor& x) {
-  if (!x.defined()) throw Error(ErrorCode::kValue, std::string("dist::") + what + ": the tensor is undefined");
+  if (!x.defined())
+    throw Error(ErrorCode::kValue, std::string("dist::") + what + ": the tensor is undefined");
   if (x.device().backend != kCpuBackend)
-    throw Error(ErrorCode::kDevice, std::string("dist::") + what + ": the MPI backend moves host memory, but the tensor is on " +
-                                        x.device().str() + "; copy it with .to(Device::cpu()) first");
+    throw Error(ErrorCode::kDevice,
+                std::string("dist::") + what +
+                    ": the MPI backend moves host memory, but the tensor is on " +
+                    x.device().str() + "; copy it with .to(Device::cpu()) first");
 }
 
 // In-place division by the group size for kMean (after the sum), in the buffer's own dtype.
@@ -57,11 +64,16 @@ std::function<void(Tensor&)> finisher(ReduceOp op, int size, DType out_dtype, Te
 enum Collective : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
 const char* collective_name(int64_t c) {
   switch (c) {
-    case kAllReduce: return "all_reduce";
-    case kBroadcast: return "broadcast";
-    case kAllGather: return "all_gather";
-    case kReduceScatter: return "reduce_scatter";
-    case kBarrier: return "barrier";
+    case kAllReduce:
+      return "all_reduce";
+    case kBroadcast:
+      return "broadcast";
+    case kAllGather:
+      return "all_gather";
+    case kReduceScatter:
+      return "reduce_scatter";
+    case kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -84,9 +96,12 @@ std::string describe(const Fingerprint& f) {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMean: return "mean";
-    case ReduceOp::kMax: return "max";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMean:
+      return "mean";
+    case ReduceOp::kMax:
+      return "max";
   }
   return "?";
 }
@@ -97,17 +112,23 @@ ProcessGroup::ProcessGroup(std::unique_ptr<CommBackend> backend, const InitOptio
   size_ = backend_->size();
 }
 
-ProcessGroup::~ProcessGroup() { finalize_backend(); }
+ProcessGroup::~ProcessGroup() {
+  finalize_backend();
+}
 
-const char* ProcessGroup::backend_name() const { return backend_->name(); }
+const char* ProcessGroup::backend_name() const {
+  return backend_->name();
+}
 
 void ProcessGroup::require_usable(const char* collective) const {
   if (finalized_)
-    throw Error(ErrorCode::kValue, std::string("dist::") + collective + ": the process group was finalized");
+    throw Error(ErrorCode::kValue,
+                std::string("dist::") + collective + ": the process group was finalized");
   if (broken())
-    throw Error(ErrorCode::kIO, std::string("dist::") + collective + " on rank " + std::to_string(rank_) +
-                                    ": the process group is broken (" + broken_reason_ +
-                                    "); end the program: the job cannot continue without the lost rank");
+    throw Error(ErrorCode::kIO,
+                std::string("dist::") + collective + " on rank " + std::to_string(rank_) +
+                    ": the process group is broken (" + broken_reason_ +
+                    "); end the program: the job cannot continue without the lost rank");
 }
 
 void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
@@ -127,11 +148,14 @@ void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
       const double s = std::chrono::duration<double>(timeout_).count();
-      broken_reason_ = what + " did not complete within the watchdog's " + std::to_string(s).substr(0, 6) + " s";
+      broken_reason_ =
+          what + " did not complete within the watchdog's " + std::to_string(s).substr(0, 6) + " s";
       throw Error(ErrorCode::kIO,
-                  "dist: " + what + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                      " did not complete within the watchdog timeout of " + std::to_string(s).substr(0, 6) +
-                      " s: another rank has probably died or stopped calling collectives (check its output). "
+                  "dist: " + what + " on rank " + std::to_string(rank_) + " of " +
+                      std::to_string(size_) + " did not complete within the watchdog timeout of " +
+                      std::to_string(s).substr(0, 6) +
+                      " s: another rank has probably died or stopped calling collectives (check "
+                      "its output). "
                       "The group is now broken; finalize() ends the job. Raise the limit with "
                       "InitOptions::timeout or SPORE_DIST_TIMEOUT_S if a rank is only slow.");
     }
@@ -179,7 +203,8 @@ void ProcessGroup::check_call(const char* collective, const Tensor& x, int64_t e
   }
   if (!same)
     throw Error(ErrorCode::kValue,
-                "dist: the ranks called different collectives at the same point (each rank must make the same "
+                "dist: the ranks called different collectives at the same point (each rank must "
+                "make the same "
                 "collective calls, with the same shapes and dtypes, in the same order):" +
                     diff);
 }
@@ -190,7 +215,8 @@ Work ProcessGroup::iall_reduce(const Tensor& x, ReduceOp op, bool in_rank_order)
   Tensor in = reducible("all_reduce", x, op);
   check_call("all_reduce", x, (int64_t)op);
   Tensor out = Tensor::empty(in.shape(), in.dtype(), Device::cpu());
-  auto req = backend_->all_reduce(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, in_rank_order);
+  auto req = backend_->all_reduce(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op,
+                                  in_rank_order);
   return Work(this, std::move(req), out, std::string("all_reduce #") + std::to_string(seq_),
               finisher(op, size_, x.dtype(), in));
 }
@@ -199,10 +225,11 @@ Work ProcessGroup::iall_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_
   require_usable("all_reduce");
   require_host("all_reduce", buffer);
   if (!buffer.is_contiguous() || is_low_float(buffer.dtype()) || buffer.dtype() == DType::kBool)
-    throw Error(ErrorCode::kInternal, "dist: an in-place all_reduce needs a contiguous float32/float64/integer buffer");
+    throw Error(ErrorCode::kInternal,
+                "dist: an in-place all_reduce needs a contiguous float32/float64/integer buffer");
   check_call("all_reduce", buffer, (int64_t)op);
-  auto req = backend_->all_reduce(buffer.data_ptr(), buffer.data_ptr(), buffer.numel(), buffer.dtype(), op,
-                                  in_rank_order);
+  auto req = backend_->all_reduce(buffer.data_ptr(), buffer.data_ptr(), buffer.numel(),
+                                  buffer.dtype(), op, in_rank_order);
   return Work(this, std::move(req), buffer, std::string("all_reduce #") + std::to_string(seq_),
               finisher(op, size_, buffer.dtype(), Tensor()));
 }
@@ -211,12 +238,13 @@ Work ProcessGroup::ibroadcast(const Tensor& x, int root) {
   require_usable("broadcast");
   require_host("broadcast", x);
   if (root < 0 || root >= size_)
-    throw Error(ErrorCode::kValue, "dist::broadcast: root " + std::to_string(root) + " is not a rank of this group of " +
-                                       std::to_string(size_));
+    throw Error(ErrorCode::kValue, "dist::broadcast: root " + std::to_string(root) +
+                                       " is not a rank of this group of " + std::to_string(size_));
   check_call("broadcast", x, root);
   Tensor buf = rank_ == root ? x.clone() : Tensor::empty(x.shape(), x.dtype(), Device::cpu());
   auto req = backend_->broadcast(buf.data_ptr(), buf.numel(), buf.dtype(), root);
-  return Work(this, std::move(req), buf, std::string("broadcast #") + std::to_string(seq_), nullptr);
+  return Work(this, std::move(req), buf, std::string("broadcast #") + std::to_string(seq_),
+              nullptr);
 }
 
 Work ProcessGroup::iall_gather(const Tensor& x) {
@@ -240,8 +268,9 @@ Work ProcessGroup::ireduce_scatter(const Tensor& x, ReduceOp op) {
   require_host("reduce_scatter", x);
   if (x.shape().ndim() == 0 || x.shape()[0] % size_ != 0)
     throw Error(ErrorCode::kShape, "dist::reduce_scatter: the first axis of " + x.shape().str() +
-                                       " must split evenly into the group's " + std::to_string(size_) +
-                                       " ranks; pad it to a multiple of " + std::to_string(size_));
+                                       " must split evenly into the group's " +
+                                       std::to_string(size_) + " ranks; pad it to a multiple of " +
+                                       std::to_string(size_));
   Tensor in = reducible("reduce_scatter", x, op);
   check_call("reduce_scatter", x, (int64_t)op);
   Shape dims = in.shape();
@@ -255,18 +284,29 @@ Work ProcessGroup::ireduce_scatter(const Tensor& x, ReduceOp op) {
 Work ProcessGroup::ibarrier() {
   require_usable("barrier");
   check_call("barrier", Tensor(), 0);
-  return Work(this, backend_->barrier(), Tensor(), std::string("barrier #") + std::to_string(seq_), nullptr);
+  return Work(this, backend_->barrier(), Tensor(), std::string("barrier #") + std::to_string(seq_),
+              nullptr);
 }
 
 Tensor ProcessGroup::all_reduce(const Tensor& x, ReduceOp op, bool in_rank_order) {
   return iall_reduce(x, op, in_rank_order).wait();
 }
-Tensor ProcessGroup::broadcast(const Tensor& x, int root) { return ibroadcast(x, root).wait(); }
-Tensor ProcessGroup::all_gather(const Tensor& x) { return iall_gather(x).wait(); }
-Tensor ProcessGroup::reduce_scatter(const Tensor& x, ReduceOp op) { return ireduce_scatter(x, op).wait(); }
-void ProcessGroup::barrier() { ibarrier().wait(); }
+Tensor ProcessGroup::broadcast(const Tensor& x, int root) {
+  return ibroadcast(x, root).wait();
+}
+Tensor ProcessGroup::all_gather(const Tensor& x) {
+  return iall_gather(x).wait();
+}
+Tensor ProcessGroup::reduce_scatter(const Tensor& x, ReduceOp op) {
+  return ireduce_scatter(x, op).wait();
+}
+void ProcessGroup::barrier() {
+  ibarrier().wait();
+}
 
-void ProcessGroup::abort_job() noexcept { backend_->abort(3); }
+void ProcessGroup::abort_job() noexcept {
+  backend_->abort(3);
+}
 
 void ProcessGroup::finalize_backend() noexcept {
   if (finalized_) return;
@@ -279,12 +319,17 @@ void ProcessGroup::finalize_backend() noexcept {
 
 // ---- Work ------------------------------------------------------------------------------------
 
-Work::Work(ProcessGroup* group, std::unique_ptr<CommRequest> request, Tensor result, std::string what,
-           std::function<void(Tensor&)> finish)
-    : group_(group), request_(std::move(request)), result_(std::move(result)), what_(std::move(what)),
+Work::Work(ProcessGroup* group, std::unique_ptr<CommRequest> request, Tensor result,
+           std::string what, std::function<void(Tensor&)> finish)
+    : group_(group),
+      request_(std::move(request)),
+      result_(std::move(result)),
+      what_(std::move(what)),
       finish_(std::move(finish)) {}
 
-Work::Work(Work&& o) noexcept { *this = std::move(o); }
+Work::Work(Work&& o) noexcept {
+  *this = std::move(o);
+}
 
 Work& Work::operator=(Work&& o) noexcept {
   if (this != &o) {
@@ -299,7 +344,9 @@ Work& Work::operator=(Work&& o) noexcept {
   return *this;
 }
 
-Work::~Work() { release(); }
+Work::~Work() {
+  release();
+}
 
 void Work::release() noexcept {
   if (!group_ || done_) {
@@ -323,7 +370,9 @@ void Work::release() noexcept {
 }
 
 bool Work::test() {
-  if (!group_) throw Error(ErrorCode::kValue, "dist::Work: an empty handle (default-constructed or moved from)");
+  if (!group_)
+    throw Error(ErrorCode::kValue,
+                "dist::Work: an empty handle (default-constructed or moved from)");
   if (done_) return true;
   bool finished = false;
   try {
@@ -337,7 +386,9 @@ bool Work::test() {
 }
 
 Tensor Work::wait() {
-  if (!group_) throw Error(ErrorCode::kValue, "dist::Work: an empty handle (default-constructed or moved from)");
+  if (!group_)
+    throw Error(ErrorCode::kValue,
+                "dist::Work: an empty handle (default-constructed or moved from)");
   if (!done_) {
     group_->wait_request(*request_, what_);
     done_ = true;

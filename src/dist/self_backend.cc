@@ -23,18 +23,21 @@ class SelfBackend final : public CommBackend {
   const char* name() const override { return "self"; }
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  std::unique_ptr<CommRequest> all_reduce(const void* send, void* recv, int64_t count, DType dtype, ReduceOp,
-                                          bool) override {
+  std::unique_ptr<CommRequest> all_reduce(const void* send, void* recv, int64_t count, DType dtype,
+                                          ReduceOp, bool) override {
     copy(send, recv, count, dtype);
     return std::make_unique<Done>();
   }
-  std::unique_ptr<CommRequest> broadcast(void*, int64_t, DType, int) override { return std::make_unique<Done>(); }
-  std::unique_ptr<CommRequest> all_gather(const void* send, void* recv, int64_t count, DType dtype) override {
+  std::unique_ptr<CommRequest> broadcast(void*, int64_t, DType, int) override {
+    return std::make_unique<Done>();
+  }
+  std::unique_ptr<CommRequest> all_gather(const void* send, void* recv, int64_t count,
+                                          DType dtype) override {
     copy(send, recv, count, dtype);
     return std::make_unique<Done>();
   }
-  std::unique_ptr<CommRequest> reduce_scatter(const void* send, void* recv, int64_t count, DType dtype,
-                                              ReduceOp) override {
+  std::unique_ptr<CommRequest> reduce_scatter(const void* send, void* recv, int64_t count,
+                                              DType dtype, ReduceOp) override {
     copy(send, recv, count, dtype);
     return std::make_unique<Done>();
   }
@@ -45,6 +48,8 @@ class SelfBackend final : public CommBackend {
 
 }  // namespace
 
-std::unique_ptr<CommBackend> make_self_backend() { return std::make_unique<SelfBackend>(); }
+std::unique_ptr<CommBackend> make_self_backend() {
+  return std::make_unique<SelfBackend>();
+}
 
 }  // namespace spore::dist::detail

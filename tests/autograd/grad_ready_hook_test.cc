@@ -27,7 +27,9 @@ TEST(GradReadyHook, LastLayerFirstWithFinalGradients) {
     return sum(mul(tanh(mul(tanh(mul(in[0], w0.value())), w1.value())), w2.value()));
   };
   auto vg = value_and_grad(fn, GradPosition::none(), {w0, w1, unused, w2}, std::nullopt,
-                           [&](size_t i, const Tensor& g) { reports.push_back({i, g.to_vector<double>()}); });
+                           [&](size_t i, const Tensor& g) {
+                             reports.push_back({i, g.to_vector<double>()});
+                           });
   Tensor x = Tensor::from_vector<double>({0.3, -1.2, 2.0}, Shape{3});
   ValueAndGrad r = vg({x});
   ASSERT_EQ(reports.size(), 4u);
@@ -36,7 +38,8 @@ TEST(GradReadyHook, LastLayerFirstWithFinalGradients) {
   EXPECT_EQ(reports[1].index, 1u);
   EXPECT_EQ(reports[2].index, 0u);
   EXPECT_EQ(reports[3].index, 2u);
-  for (const Report& rep : reports) EXPECT_EQ(rep.grad, r.weight_grads[rep.index].to_vector<double>()) << rep.index;
+  for (const Report& rep : reports)
+    EXPECT_EQ(rep.grad, r.weight_grads[rep.index].to_vector<double>()) << rep.index;
   EXPECT_EQ(reports[3].grad, std::vector<double>{0.0});
   // The gradients themselves against the chain rule by hand.
   const std::vector<double> xv = x.to_vector<double>(), a = w0.value().to_vector<double>(),
@@ -45,7 +48,8 @@ TEST(GradReadyHook, LastLayerFirstWithFinalGradients) {
     const double h1 = std::tanh(xv[i] * a[i]), h2 = std::tanh(h1 * b[i]);
     EXPECT_NEAR(r.weight_grads[3].to_vector<double>()[i], h2, 1e-12);
     EXPECT_NEAR(r.weight_grads[1].to_vector<double>()[i], c[i] * (1 - h2 * h2) * h1, 1e-12);
-    EXPECT_NEAR(r.weight_grads[0].to_vector<double>()[i], c[i] * (1 - h2 * h2) * b[i] * (1 - h1 * h1) * xv[i], 1e-12);
+    EXPECT_NEAR(r.weight_grads[0].to_vector<double>()[i],
+                c[i] * (1 - h2 * h2) * b[i] * (1 - h1 * h1) * xv[i], 1e-12);
   }
 }
 
@@ -60,16 +64,20 @@ TEST(GradReadyHook, SharedWeightWaitsForItsFirstUse) {
     return sum(mul(mul(w.value(), v.value()), tanh(mul(w.value(), in[0]))));
   };
   auto vg = value_and_grad(fn, GradPosition::none(), {w, v}, std::nullopt,
-                           [&](size_t i, const Tensor& g) { reports.push_back({i, g.to_vector<double>()}); });
+                           [&](size_t i, const Tensor& g) {
+                             reports.push_back({i, g.to_vector<double>()});
+                           });
   Tensor x = Tensor::from_vector<double>({0.9, -2.0}, Shape{2});
   ValueAndGrad r = vg({x});
   ASSERT_EQ(reports.size(), 2u);
-  for (const Report& rep : reports) EXPECT_EQ(rep.grad, r.weight_grads[rep.index].to_vector<double>()) << rep.index;
+  for (const Report& rep : reports)
+    EXPECT_EQ(rep.grad, r.weight_grads[rep.index].to_vector<double>()) << rep.index;
   const std::vector<double> wv = w.value().to_vector<double>(), vv = v.value().to_vector<double>(),
                             xv = x.to_vector<double>();
   for (int i = 0; i < 2; ++i) {
     const double t = std::tanh(wv[i] * xv[i]);
-    EXPECT_NEAR(r.weight_grads[0].to_vector<double>()[i], vv[i] * t + wv[i] * vv[i] * (1 - t * t) * xv[i], 1e-12);
+    EXPECT_NEAR(r.weight_grads[0].to_vector<double>()[i],
+                vv[i] * t + wv[i] * vv[i] * (1 - t * t) * xv[i], 1e-12);
   }
 }
 

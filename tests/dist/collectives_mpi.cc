@@ -13,7 +13,9 @@ namespace spore::dist {
 namespace {
 
 // Rank r's value at index i, in float64 (rounded to the tensor's dtype where it is used).
-double value(int r, int64_t i) { return std::sin(0.37 * (double)i + 1.3 * r) * (1.0 + r) + 0.01 * r; }
+double value(int r, int64_t i) {
+  return std::sin(0.37 * (double)i + 1.3 * r) * (1.0 + r) + 0.01 * r;
+}
 
 std::vector<double> values(int r, int64_t n) {
   std::vector<double> v((size_t)n);
@@ -32,14 +34,16 @@ std::vector<double> reference(ProcessGroup& g, int64_t n, DType dtype, ReduceOp 
   for (int r = 0; r < g.size(); ++r) {
     std::vector<double> rounded = cast(input(r, {n}, dtype), DType::kFloat64).to_vector<double>();
     for (int64_t i = 0; i < n; ++i)
-      ref[(size_t)i] = op == ReduceOp::kMax ? std::max(ref[(size_t)i], rounded[(size_t)i]) : ref[(size_t)i] + rounded[(size_t)i];
+      ref[(size_t)i] = op == ReduceOp::kMax ? std::max(ref[(size_t)i], rounded[(size_t)i])
+                                            : ref[(size_t)i] + rounded[(size_t)i];
   }
   if (op == ReduceOp::kMean)
     for (double& x : ref) x /= g.size();
   return ref;
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const char* what) {
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol) << what << " at " << i;
 }
@@ -79,9 +83,11 @@ TEST(Collectives, RankOrderSumIsTheSequentialFloat32Fold) {
   std::vector<float> fold((size_t)n, 0.0f);
   for (int r = 0; r < g.size(); ++r) {
     std::vector<float> x = input(r, {n}, DType::kFloat32).to_vector<float>();
-    for (int64_t i = 0; i < n; ++i) fold[(size_t)i] = r == 0 ? x[(size_t)i] : fold[(size_t)i] + x[(size_t)i];
+    for (int64_t i = 0; i < n; ++i)
+      fold[(size_t)i] = r == 0 ? x[(size_t)i] : fold[(size_t)i] + x[(size_t)i];
   }
-  Tensor y = g.all_reduce(input(g.rank(), {n}, DType::kFloat32), ReduceOp::kSum, /*in_rank_order=*/true);
+  Tensor y =
+      g.all_reduce(input(g.rank(), {n}, DType::kFloat32), ReduceOp::kSum, /*in_rank_order=*/true);
   const std::vector<float> got = y.to_vector<float>();
   ASSERT_EQ(got.size(), fold.size());
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], fold[i]) << "element " << i;  // bitwise
@@ -91,7 +97,8 @@ TEST(Collectives, BroadcastFromEveryRoot) {
   ProcessGroup& g = world();
   for (int root = 0; root < g.size(); ++root) {
     // Non-roots pass a tensor of the same shape with other contents: only the root's arrives.
-    Tensor x = g.rank() == root ? input(root, {3, 7}, DType::kFloat64) : zeros({3, 7}, DType::kFloat64);
+    Tensor x =
+        g.rank() == root ? input(root, {3, 7}, DType::kFloat64) : zeros({3, 7}, DType::kFloat64);
     Tensor y = g.broadcast(x, root);
     EXPECT_EQ(y.to_vector<double>(), values(root, 21)) << "root " << root;
   }
@@ -119,9 +126,10 @@ TEST(Collectives, ReduceScatterGivesEachRankItsBlockOfTheSum) {
   Tensor y = g.reduce_scatter(input(g.rank(), {n}, DType::kFloat64));
   ASSERT_EQ(y.shape(), Shape({per}));
   const std::vector<double> full = reference(g, n, DType::kFloat64, ReduceOp::kSum);
-  expect_close(y.to_vector<double>(),
-               std::vector<double>(full.begin() + g.rank() * per, full.begin() + (g.rank() + 1) * per), 1e-13,
-               "reduce_scatter");
+  expect_close(
+      y.to_vector<double>(),
+      std::vector<double>(full.begin() + g.rank() * per, full.begin() + (g.rank() + 1) * per),
+      1e-13, "reduce_scatter");
 }
 
 TEST(Collectives, NonBlockingHandlesCompleteInAnyWaitOrder) {
@@ -133,7 +141,8 @@ TEST(Collectives, NonBlockingHandlesCompleteInAnyWaitOrder) {
   d.wait();
   EXPECT_EQ(c.wait().to_vector<double>(), values(g.size() - 1, 8));
   EXPECT_EQ(b.wait().shape(), Shape({4 * g.size()}));
-  expect_close(a.wait().to_vector<double>(), reference(g, 300, DType::kFloat64, ReduceOp::kSum), 1e-13, "iall_reduce");
+  expect_close(a.wait().to_vector<double>(), reference(g, 300, DType::kFloat64, ReduceOp::kSum),
+               1e-13, "iall_reduce");
   EXPECT_TRUE(a.test());  // done: a second wait returns the same result
   EXPECT_EQ(a.wait().numel(), 300);
 }
@@ -144,7 +153,8 @@ TEST(Collectives, BarrierWaitsForTheLastRank) {
   const auto start = std::chrono::steady_clock::now();
   if (g.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   g.barrier();
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(waited, 0.29);  // nobody leaves before rank 0 arrives
 }
 

@@ -18,10 +18,10 @@ namespace spore::dist {
 namespace {
 
 nn::CellPtr make_mlp(uint64_t seed) {
-  return std::make_shared<nn::SequentialCell>(std::vector<nn::CellPtr>{
-      std::make_shared<nn::Dense>(16, 24, true, "relu", seed + 1),
-      std::make_shared<nn::Dense>(24, 24, true, "relu", seed + 2),
-      std::make_shared<nn::Dense>(24, 10, true, nullptr, seed + 3)});
+  return std::make_shared<nn::SequentialCell>(
+      std::vector<nn::CellPtr>{std::make_shared<nn::Dense>(16, 24, true, "relu", seed + 1),
+                               std::make_shared<nn::Dense>(24, 24, true, "relu", seed + 2),
+                               std::make_shared<nn::Dense>(24, 10, true, nullptr, seed + 3)});
 }
 
 // Step t's combined batch of `rows` rows: inputs [rows, features...] and int64 labels.
@@ -33,17 +33,20 @@ Batch mlp_batch(int64_t t, int64_t rows) {
           cast(mul(random_uniform({rows}, 2000 + (uint64_t)t), 9.999), DType::kInt64)};
 }
 Batch shard(const Batch& b, int rank, int64_t per_rank) {
-  return {slice(b.x, 0, rank * per_rank, (rank + 1) * per_rank), slice(b.y, 0, rank * per_rank, (rank + 1) * per_rank)};
+  return {slice(b.x, 0, rank * per_rank, (rank + 1) * per_rank),
+          slice(b.y, 0, rank * per_rank, (rank + 1) * per_rank)};
 }
 
 std::vector<std::vector<double>> param_values(nn::Cell& net) {
   std::vector<std::vector<double>> out;
-  for (const Parameter& p : net.parameters()) out.push_back(cast(p.value(), DType::kFloat64).to_vector<double>());
+  for (const Parameter& p : net.parameters())
+    out.push_back(cast(p.value(), DType::kFloat64).to_vector<double>());
   return out;
 }
 
 // Largest |a - b| over every parameter, and the largest change of any parameter since `init`.
-double max_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+double max_diff(const std::vector<std::vector<double>>& a,
+                const std::vector<std::vector<double>>& b) {
   double m = 0;
   for (size_t k = 0; k < a.size(); ++k)
     for (size_t i = 0; i < a[k].size(); ++i) m = std::max(m, std::abs(a[k][i] - b[k][i]));
@@ -69,7 +72,8 @@ void train_single(nn::Cell& net, int steps, const std::function<Batch(int64_t)>&
 }
 
 // Trains through DistributedDataParallel, this rank on its shard of each step's batch.
-void train_ddp(DistributedDataParallel& ddp, int steps, const std::function<Batch(int64_t)>& batch, int64_t per_rank) {
+void train_ddp(DistributedDataParallel& ddp, int steps, const std::function<Batch(int64_t)>& batch,
+               int64_t per_rank) {
   auto opt = sgd(ddp.trainable_params());
   auto vg = ddp.value_and_grad(xent(ddp.module()));
   for (int t = 0; t < steps; ++t) {
@@ -97,7 +101,8 @@ TEST(DataParallel, MlpMatchesSingleProcessOnTheCombinedBatch) {
   const auto init = param_values(*single);
   train_single(*single, steps, batch);
   const auto want = param_values(*single);
-  ASSERT_GT(max_diff(want, init), 1e-2) << "training must move the parameters for the comparison to mean anything";
+  ASSERT_GT(max_diff(want, init), 1e-2)
+      << "training must move the parameters for the comparison to mean anything";
   for (int64_t bucket_bytes : {int64_t{1024}, int64_t{25} << 20}) {
     nn::CellPtr net = make_mlp(0);
     DdpOptions o;
@@ -158,7 +163,8 @@ TEST(DataParallel, DigitsCnnMatchesSingleProcessOnTheCombinedBatch) {
   const int steps = 6;
   auto batch = [&](int64_t t) {
     const int64_t rows = B * g.size(), start = (t * rows) % (d.train_images.shape()[0] - rows);
-    return Batch{slice(d.train_images, 0, start, start + rows), slice(d.train_labels, 0, start, start + rows)};
+    return Batch{slice(d.train_images, 0, start, start + rows),
+                 slice(d.train_labels, 0, start, start + rows)};
   };
   auto single = examples::make_digits_cnn(5);
   const auto init = param_values(*single);
@@ -198,7 +204,8 @@ TEST(DataParallel, CheckpointWrittenByRankZeroLoadsEverywhere) {
   // One directory name for all ranks: rank 0's process id.
   std::vector<int64_t> pid{(int64_t)getpid()};
   pid = g.broadcast(Tensor::from_vector(pid), 0).to_vector<int64_t>();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("spore-dist-" + std::to_string(pid[0]));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("spore-dist-" + std::to_string(pid[0]));
   if (g.rank() == 0) std::filesystem::create_directories(dir);
   g.barrier();
   nn::CellPtr net = make_mlp(21);

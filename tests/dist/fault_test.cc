@@ -11,10 +11,11 @@ namespace {
 using spore::dist::test::CommandResult;
 
 CommandResult mpirun(int ranks, const std::string& mode) {
-  return spore::dist::test::run_command(std::string("env SPORE_DIST_TIMEOUT_S=3 timeout -k 5 120 " MPIEXEC
-                                                    " --allow-run-as-root --oversubscribe --mca btl self,vader"
-                                                    " --mca btl_vader_single_copy_mechanism none -np ") +
-                                        std::to_string(ranks) + " " FAULT_WORKER " " + mode);
+  return spore::dist::test::run_command(
+      std::string("env SPORE_DIST_TIMEOUT_S=3 timeout -k 5 120 " MPIEXEC
+                  " --allow-run-as-root --oversubscribe --mca btl self,vader"
+                  " --mca btl_vader_single_copy_mechanism none -np ") +
+      std::to_string(ranks) + " " FAULT_WORKER " " + mode);
 }
 
 TEST(DistFaults, StalledRankTripsTheWatchdogOnTheOthers) {
@@ -26,7 +27,9 @@ TEST(DistFaults, StalledRankTripsTheWatchdogOnTheOthers) {
     // Any surviving rank may be the first to report (and its abort can end the others first).
     const size_t at = r.out.find(": spore::Error: [spore io error] dist: all_reduce #2 on rank ");
     ASSERT_NE(at, std::string::npos) << r.out;
-    EXPECT_NE(r.out.find(" of " + std::to_string(ranks) + " did not complete within the watchdog timeout of 3", at),
+    EXPECT_NE(r.out.find(" of " + std::to_string(ranks) +
+                             " did not complete within the watchdog timeout of 3",
+                         at),
               std::string::npos)
         << r.out;
     EXPECT_EQ(r.out.find("on rank 1 of"), std::string::npos) << "rank 1 never called it\n" << r.out;

@@ -39,11 +39,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rank %d: all_reduce returned without rank 1\n", g.rank());
       return 4;
     }
-    auto net = std::make_shared<nn::SequentialCell>(std::vector<nn::CellPtr>{
-        std::make_shared<nn::Dense>(8, 16, true, "relu", 1), std::make_shared<nn::Dense>(16, 4, true, nullptr, 2)});
+    auto net = std::make_shared<nn::SequentialCell>(
+        std::vector<nn::CellPtr>{std::make_shared<nn::Dense>(8, 16, true, "relu", 1),
+                                 std::make_shared<nn::Dense>(16, 4, true, nullptr, 2)});
     dist::DistributedDataParallel ddp(net, g);
     optim::SGD opt(ddp.trainable_params(), 0.1);
-    auto vg = ddp.value_and_grad([&](const std::vector<Tensor>& in) { return nn::cross_entropy(ddp(in[0]), in[1]); });
+    auto vg = ddp.value_and_grad(
+        [&](const std::vector<Tensor>& in) { return nn::cross_entropy(ddp(in[0]), in[1]); });
     for (int step = 0; step < 1000; ++step) {
       if (step == 3 && g.rank() == 1) raise(SIGKILL);
       Tensor x = random_normal({4, 8}, (uint64_t)step);

@@ -9,8 +9,8 @@ namespace spore::dist {
 namespace {
 
 void clear_launcher_env() {
-  for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "RANK",
-                        "WORLD_SIZE"})
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                        "PMI_SIZE", "RANK", "WORLD_SIZE"})
     unsetenv(v);
 }
 

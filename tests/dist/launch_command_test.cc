@@ -10,7 +10,9 @@
 namespace {
 
 using spore::dist::test::CommandResult;
-CommandResult run(const std::string& cmd) { return spore::dist::test::run_command(cmd); }
+CommandResult run(const std::string& cmd) {
+  return spore::dist::test::run_command(cmd);
+}
 
 int cores() {
   cpu_set_t set;
@@ -23,12 +25,16 @@ const std::string kSpore = SPORE_CLI;
 TEST(SporeLaunch, DryRunSharesTheCores) {
   const int c = cores();
   for (int n : {1, c, c + 1, 4 * c}) {
-    CommandResult r = run(kSpore + " launch -n " + std::to_string(n) + " --dry-run -- ./train --epochs 3");
+    CommandResult r =
+        run(kSpore + " launch -n " + std::to_string(n) + " --dry-run -- ./train --epochs 3");
     ASSERT_EQ(r.status, 0) << r.out;
     const int threads = std::max(1, c / n);
     EXPECT_EQ(r.out.rfind("mpirun -np " + std::to_string(n) + " ", 0), 0u) << r.out;
-    EXPECT_NE(r.out.find("-x OMP_NUM_THREADS=" + std::to_string(threads) + " "), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("-x SPORE_NUM_THREADS=" + std::to_string(threads) + " "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("-x OMP_NUM_THREADS=" + std::to_string(threads) + " "), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("-x SPORE_NUM_THREADS=" + std::to_string(threads) + " "),
+              std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("-x OMP_WAIT_POLICY=passive "), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("--oversubscribe") != std::string::npos, n > c) << r.out;
     EXPECT_NE(r.out.find(" ./train --epochs 3\n"), std::string::npos) << r.out;
@@ -36,12 +42,14 @@ TEST(SporeLaunch, DryRunSharesTheCores) {
 }
 
 TEST(SporeLaunch, RunsTheProgramOnEachRank) {
-  CommandResult r = run(kSpore + " launch -n 2 --mpirun " MPIEXEC " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,vader"
-                       " -- printenv OMPI_COMM_WORLD_RANK SPORE_NUM_THREADS");
+  CommandResult r = run(kSpore + " launch -n 2 --mpirun " MPIEXEC
+                                 " --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=self,vader"
+                                 " -- printenv OMPI_COMM_WORLD_RANK SPORE_NUM_THREADS");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("0\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(std::to_string(std::max(1, cores() / 2)) + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::to_string(std::max(1, cores() / 2)) + "\n"), std::string::npos)
+      << r.out;
 }
 
 TEST(SporeLaunch, MissingMpirunSaysWhatToInstall) {

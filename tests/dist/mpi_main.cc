@@ -17,8 +17,9 @@ int main(int argc, char** argv) {
       int rank;
       explicit FailuresOnly(int r) : rank(r) {}
       void OnTestPartResult(const ::testing::TestPartResult& r) override {
-        if (r.failed()) std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank, r.file_name() ? r.file_name() : "?",
-                                     r.line_number(), r.message());
+        if (r.failed())
+          std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank, r.file_name() ? r.file_name() : "?",
+                       r.line_number(), r.message());
       }
     };
     listeners.Append(new FailuresOnly(group.rank()));
@@ -26,7 +27,8 @@ int main(int argc, char** argv) {
   int failed = RUN_ALL_TESTS() != 0;
   if (!group.broken()) {
     std::vector<int32_t> f{failed};
-    failed = group.all_reduce(spore::Tensor::from_vector(f), spore::dist::ReduceOp::kMax).to_vector<int32_t>()[0];
+    failed = group.all_reduce(spore::Tensor::from_vector(f), spore::dist::ReduceOp::kMax)
+                 .to_vector<int32_t>()[0];
   }
   spore::dist::finalize();
   return failed;

@@ -11,7 +11,8 @@
 namespace spore::dist {
 namespace {
 
-std::vector<int64_t> shard(int64_t n, int R, int r, bool drop_last, bool shuffle = false, int64_t epoch = 0) {
+std::vector<int64_t> shard(int64_t n, int R, int r, bool drop_last, bool shuffle = false,
+                           int64_t epoch = 0) {
   DistributedSampler s(n, R, r, shuffle, 17, drop_last);
   s.set_epoch(epoch);
   return s.indices();
@@ -41,7 +42,8 @@ TEST(DistributedSampler, ShuffledShardsAreDisjointSeededAndChangeEachEpoch) {
     epoch1.insert(epoch1.end(), b.begin(), b.end());
   }
   EXPECT_EQ(epoch0.size(), 100u);  // floor(103 / 4) * 4
-  EXPECT_EQ(std::set<int64_t>(epoch0.begin(), epoch0.end()).size(), 100u) << "a sample on two ranks";
+  EXPECT_EQ(std::set<int64_t>(epoch0.begin(), epoch0.end()).size(), 100u)
+      << "a sample on two ranks";
   EXPECT_NE(epoch0, epoch1) << "a new epoch must reshuffle";
   std::vector<int64_t> sorted = epoch0;
   std::sort(sorted.begin(), sorted.end());
@@ -54,9 +56,11 @@ TEST(DistributedSampler, DatasetPassesAdvanceTheEpoch) {
   s.set_epoch(1);
   const std::vector<int64_t> e1 = s.indices();
   s.set_epoch(0);
-  data::Dataset ds = s.dataset([](int64_t i) { return data::Row{Tensor::scalar<int64_t>(i)}; }, {"index"});
+  data::Dataset ds =
+      s.dataset([](int64_t i) { return data::Row{Tensor::scalar<int64_t>(i)}; }, {"index"});
   std::vector<int64_t> got;
-  for (const data::Row& row : ds.repeat(2).create_tuple_iterator()) got.push_back(row[0].item<int64_t>());
+  for (const data::Row& row : ds.repeat(2).create_tuple_iterator())
+    got.push_back(row[0].item<int64_t>());
   std::vector<int64_t> want = e0;
   want.insert(want.end(), e1.begin(), e1.end());
   EXPECT_EQ(got, want);
@@ -65,7 +69,8 @@ TEST(DistributedSampler, DatasetPassesAdvanceTheEpoch) {
 
 TEST(DistributedSampler, BadArgumentsAreValueErrors) {
   for (auto make : {+[] { DistributedSampler(10, 0, 0); }, +[] { DistributedSampler(10, 2, 2); },
-                    +[] { DistributedSampler(10, 2, -1); }, +[] { DistributedSampler(1, 2, 0, true, 0, true); }}) {
+                    +[] { DistributedSampler(10, 2, -1); },
+                    +[] { DistributedSampler(1, 2, 0, true, 0, true); }}) {
     try {
       make();
       ADD_FAILURE() << "no error";

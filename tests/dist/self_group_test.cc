@@ -15,7 +15,8 @@ namespace spore::dist {
 namespace {
 
 ProcessGroup& self_group() {
-  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "WORLD_SIZE"}) unsetenv(v);
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "WORLD_SIZE"})
+    unsetenv(v);
   InitOptions o;
   o.allow_single_process = true;
   return init(o);
@@ -23,7 +24,8 @@ ProcessGroup& self_group() {
 
 // `spore launch` exports SPORE_NUM_THREADS = cores / ranks; init() makes it the context's count.
 TEST(SelfGroup, ThreadCountFromTheLauncher) {
-  if (is_initialized()) GTEST_SKIP() << "needs a process whose group is not made yet (ctest runs each test alone)";
+  if (is_initialized())
+    GTEST_SKIP() << "needs a process whose group is not made yet (ctest runs each test alone)";
   ContextGuard guard;
   set_num_threads(0);
   setenv("SPORE_NUM_THREADS", "1", 1);
@@ -52,8 +54,9 @@ TEST(SelfGroup, CollectivesOfOneRank) {
 TEST(SelfGroup, DataParallelOfOneIsPlainTraining) {
   ProcessGroup& g = self_group();
   auto make = [] {
-    return std::make_shared<nn::SequentialCell>(std::vector<nn::CellPtr>{
-        std::make_shared<nn::Dense>(6, 8, true, "relu", 4), std::make_shared<nn::Dense>(8, 3, true, nullptr, 5)});
+    return std::make_shared<nn::SequentialCell>(
+        std::vector<nn::CellPtr>{std::make_shared<nn::Dense>(6, 8, true, "relu", 4),
+                                 std::make_shared<nn::Dense>(8, 3, true, nullptr, 5)});
   };
   auto plain = make(), wrapped = make();
   DdpOptions o;
@@ -61,9 +64,11 @@ TEST(SelfGroup, DataParallelOfOneIsPlainTraining) {
   DistributedDataParallel ddp(wrapped, g, o);
   EXPECT_GE(ddp.buckets().num_buckets(), 3u);
   optim::Adam a(plain->trainable_params(), 1e-2), b(ddp.trainable_params(), 1e-2);
-  auto vg_plain = value_and_grad([&](const std::vector<Tensor>& in) { return nn::cross_entropy((*plain)(in[0]), in[1]); },
-                                 GradPosition::none(), plain->trainable_params());
-  auto vg_ddp = ddp.value_and_grad([&](const std::vector<Tensor>& in) { return nn::cross_entropy(ddp(in[0]), in[1]); });
+  auto vg_plain = value_and_grad(
+      [&](const std::vector<Tensor>& in) { return nn::cross_entropy((*plain)(in[0]), in[1]); },
+      GradPosition::none(), plain->trainable_params());
+  auto vg_ddp = ddp.value_and_grad(
+      [&](const std::vector<Tensor>& in) { return nn::cross_entropy(ddp(in[0]), in[1]); });
   for (int step = 0; step < 5; ++step) {
     Tensor x = random_normal({5, 6}, (uint64_t)step);
     Tensor y = cast(mul(random_uniform({5}, 50 + (uint64_t)step), 2.999), DType::kInt64);

@@ -43,8 +43,9 @@ std::vector<std::string> launch_argv(const LaunchArgs& a, int cores, bool root) 
   std::vector<std::string> argv{a.mpirun, "-np", std::to_string(a.ranks)};
   if (a.ranks > cores) argv.push_back("--oversubscribe");
   if (root) argv.push_back("--allow-run-as-root");
-  for (const std::string& kv : {"OMP_NUM_THREADS=" + std::to_string(threads),
-                                "SPORE_NUM_THREADS=" + std::to_string(threads), std::string("OMP_WAIT_POLICY=passive")}) {
+  for (const std::string& kv :
+       {"OMP_NUM_THREADS=" + std::to_string(threads),
+        "SPORE_NUM_THREADS=" + std::to_string(threads), std::string("OMP_WAIT_POLICY=passive")}) {
     argv.push_back("-x");
     argv.push_back(kv);
   }
@@ -56,15 +57,20 @@ std::vector<std::string> launch_argv(const LaunchArgs& a, int cores, bool root) 
 }  // namespace
 
 void add_launch_command(CLI::App& app, Handlers& h) {
-  auto* cmd = add_command(app, "launch",
-                          "Run a program on N processes with MPI (data-parallel training), cores shared out",
-                          "spore launch -n 2 -- ./bin/examples/digits_cnn --epochs 5");
+  auto* cmd = add_command(
+      app, "launch",
+      "Run a program on N processes with MPI (data-parallel training), cores shared out",
+      "spore launch -n 2 -- ./bin/examples/digits_cnn --epochs 5");
   auto a = std::make_shared<LaunchArgs>();
-  cmd->add_option("-n,--ranks", a->ranks, "Number of processes (ranks)")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", a->threads, "Threads per rank (default: usable cores / ranks, at least 1)")
+  cmd->add_option("-n,--ranks", a->ranks, "Number of processes (ranks)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads,
+                  "Threads per rank (default: usable cores / ranks, at least 1)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--mpirun", a->mpirun, "The mpirun to run (default: mpirun on PATH)");
-  cmd->add_option("--mpirun-arg", a->mpirun_args, "One more argument for mpirun (repeatable), e.g. --mpirun-arg=--mca");
+  cmd->add_option("--mpirun-arg", a->mpirun_args,
+                  "One more argument for mpirun (repeatable), e.g. --mpirun-arg=--mca");
   cmd->add_flag("--dry-run", a->dry_run, "Print the mpirun command line instead of running it");
   cmd->add_option("PROGRAM", a->program, "The program and its arguments, after --")->required();
   cmd->callback([&h, a] {
@@ -81,10 +87,11 @@ void add_launch_command(CLI::App& app, Handlers& h) {
       std::fflush(stdout);
       execvp(cargv[0], cargv.data());
       const int err = errno;
-      throw Error(ErrorCode::kIO, "launch: cannot run '" + a->mpirun + "': " + std::strerror(err) +
-                                      (err == ENOENT ? "; install Open MPI (Debian: openmpi-bin, or "
-                                                       "scripts/install-deps.sh) or name it with --mpirun PATH"
-                                                     : ""));
+      throw Error(ErrorCode::kIO,
+                  "launch: cannot run '" + a->mpirun + "': " + std::strerror(err) +
+                      (err == ENOENT ? "; install Open MPI (Debian: openmpi-bin, or "
+                                       "scripts/install-deps.sh) or name it with --mpirun PATH"
+                                     : ""));
     };
   });
 }
