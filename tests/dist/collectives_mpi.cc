@@ -147,15 +147,28 @@ TEST(Collectives, NonBlockingHandlesCompleteInAnyWaitOrder) {
   EXPECT_EQ(a.wait().numel(), 300);
 }
 
+// Nobody leaves a barrier before the last rank has entered it. The ranks share one machine, so
+// their steady clocks (CLOCK_MONOTONIC) are one clock: compare every exit with every entry.
 TEST(Collectives, BarrierWaitsForTheLastRank) {
   ProcessGroup& g = world();
+  auto now_ns = [] {
+    return (int64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
   g.barrier();
-  const auto start = std::chrono::steady_clock::now();
-  if (g.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  if (g.rank() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the last to arrive
+  const int64_t entered = now_ns();
   g.barrier();
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_GE(waited, 0.29);  // nobody leaves before rank 0 arrives
+  const int64_t left = now_ns();
+  std::vector<int64_t> mine{entered, left};
+  const std::vector<int64_t> all = g.all_gather(Tensor::from_vector(mine)).to_vector<int64_t>();
+  int64_t last_entry = 0;
+  for (int r = 0; r < g.size(); ++r) last_entry = std::max(last_entry, all[2 * r]);
+  for (int r = 0; r < g.size(); ++r)
+    EXPECT_GE(all[2 * r + 1], last_entry)
+        << "rank " << r << " left the barrier before the last rank entered it";
 }
 
 TEST(Collectives, BadCallsAreTypedErrorsOnEveryRank) {
