@@ -3,8 +3,8 @@
 // the cores shared out (OMP_NUM_THREADS = SPORE_NUM_THREADS = cores / N, at least 1, so the
 // ranks' thread teams do not oversubscribe the machine), passive OpenMP waiting (spinning
 // workers of one rank would steal the cores of the others), --oversubscribe when N exceeds the
-// cores, and --allow-run-as-root when run as root (containers). mpirun replaces this process, so
-// signals and the exit status are mpirun's.
+// cores, and --allow-run-as-root when run as root (containers), then --mpirun-args. mpirun replaces
+// this process, so signals and the exit status are mpirun's.
 #include <sched.h>
 #include <unistd.h>
 
@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,7 +34,7 @@ struct LaunchArgs {
   int ranks = 0;
   int threads = 0;  // 0: cores / ranks
   std::string mpirun = "mpirun";
-  std::vector<std::string> mpirun_args;
+  std::string mpirun_args_text;
   std::vector<std::string> program;
   bool dry_run = false;
 };
@@ -49,7 +50,8 @@ std::vector<std::string> launch_argv(const LaunchArgs& a, int cores, bool root) 
     argv.push_back("-x");
     argv.push_back(kv);
   }
-  argv.insert(argv.end(), a.mpirun_args.begin(), a.mpirun_args.end());
+  std::istringstream extra(a.mpirun_args_text);
+  for (std::string word; extra >> word;) argv.push_back(word);
   argv.insert(argv.end(), a.program.begin(), a.program.end());
   return argv;
 }
@@ -69,8 +71,10 @@ void add_launch_command(CLI::App& app, Handlers& h) {
                   "Threads per rank (default: usable cores / ranks, at least 1)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--mpirun", a->mpirun, "The mpirun to run (default: mpirun on PATH)");
-  cmd->add_option("--mpirun-arg", a->mpirun_args,
-                  "One more argument for mpirun (repeatable), e.g. --mpirun-arg=--mca");
+  // One string, split at spaces: CLI11 (2.1) ends a vector option's values at `--` and consumes
+  // it, so a repeatable option just before `--` would swallow the separator of PROGRAM.
+  cmd->add_option("--mpirun-args", a->mpirun_args_text,
+                  "More arguments for mpirun, split at spaces, e.g. \"--mca btl self,vader\"");
   cmd->add_flag("--dry-run", a->dry_run, "Print the mpirun command line instead of running it");
   cmd->add_option("PROGRAM", a->program, "The program and its arguments, after --")->required();
   cmd->callback([&h, a] {
