@@ -17,6 +17,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       libcpp-httplib-dev  # spore serve: the HTTP server (NOTE [Server])
       chromium chromium-driver python3-selenium  # the chat page's browser test (serve_chat_page_browser)
       clang libclang-rt-14-dev libomp-dev  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
+      libopenmpi-dev openmpi-bin  # spore_dist and spore launch: collectives over MPI (NOTE [Distributed training])
       pybind11-dev python3-dev python3-numpy python3-pytest)  # the Python modules and their tests
 if [ "${1:-}" = "--bench" ]; then
   # Peers for the comparison benchmarks only: the product never links them.

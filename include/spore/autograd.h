@@ -50,9 +50,19 @@ struct GradPosition {
 //   * an op on the path with no backward rule (kUnsupported, naming the op).
 // Weights are resolved to their current values at each call (Parameter::value()).
 // A single weight or input that the output does not depend on gets a zero gradient.
+//
+// NOTE [Gradient-ready hook]
+// `on_weight_grad` (optional) is called once per weight and call, with the weight's index in
+// `weights` and its final gradient, as soon as the backward walk has passed the earliest
+// recorded op that reads the weight (no later rule can add to it), in the order the walk
+// finishes them (the last layer first); weights the output does not depend on are reported
+// after the walk, with their zero gradient. Data parallelism (include/spore/dist.h) starts a
+// bucket's all-reduce from it while the rest of backward runs. The hook must not change the
+// tensor it is given; weight_grads still holds every gradient when the call returns.
+using WeightGradHook = std::function<void(size_t weight_index, const Tensor& grad)>;
 std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(
     TensorFn fn, GradPosition grad_position = {}, std::vector<Parameter> weights = {},
-    std::optional<Tensor> sens = std::nullopt);
+    std::optional<Tensor> sens = std::nullopt, WeightGradHook on_weight_grad = nullptr);
 
 // grad(): value_and_grad without the value.
 std::function<ValueAndGrad(const std::vector<Tensor>&)> grad(TensorFn fn, GradPosition grad_position = {},

@@ -106,14 +106,17 @@ void accumulate(PtrMap<Tensor>& grads, const Tensor& x, Tensor g) {
 }
 
 // Gradients of `output` (seeded with `seed`) for every tensor the tape tracked, in the tape's
-// buffers (valid while the tape lives).
-const PtrMap<Tensor>& backward(const Tape& tape, const Tensor& output, const Tensor& seed) {
+// buffers (valid while the tape lives). `after_node(i)`, when given, runs once the walk is past
+// node i (NOTE [Gradient-ready hook]).
+const PtrMap<Tensor>& backward(const Tape& tape, const Tensor& output, const Tensor& seed,
+                               const std::function<void(size_t)>& after_node = nullptr) {
   PtrMap<Tensor>& grads = tape.buffers().grads;
   grads.get(output.impl()) = seed;
   const NodeList& list = tape.nodes();
   const std::span<const Node> nodes = list.nodes();
   std::vector<Tensor>& gouts = tape.buffers().gouts;
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    if (after_node && it != nodes.rbegin()) after_node((size_t)(nodes.rend() - it));
     const Node& r = *it;
     const std::span<const Tensor> ins = list.inputs(r), outs = list.outputs(r);
     gouts.assign(outs.size(), Tensor());
@@ -147,6 +150,7 @@ const PtrMap<Tensor>& backward(const Tape& tape, const Tensor& output, const Ten
     for (size_t i = 0; i < ins.size() && i < gins.size(); ++i)
       if (gins[i].defined() && tape.tracked(ins[i])) accumulate(grads, ins[i], std::move(gins[i]));
   }
+  if (after_node && !nodes.empty()) after_node(0);
   return grads;
 }
 
@@ -159,9 +163,10 @@ Tensor grad_or_zeros(const PtrMap<Tensor>& grads, const Tensor& x) {
 
 std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn fn, GradPosition pos,
                                                                         std::vector<Parameter> weights,
-                                                                        std::optional<Tensor> sens) {
-  return [fn = std::move(fn), pos = std::move(pos), weights = std::move(weights),
-          sens = std::move(sens)](const std::vector<Tensor>& inputs) {
+                                                                        std::optional<Tensor> sens,
+                                                                        WeightGradHook on_weight_grad) {
+  return [fn = std::move(fn), pos = std::move(pos), weights = std::move(weights), sens = std::move(sens),
+          on_weight_grad = std::move(on_weight_grad)](const std::vector<Tensor>& inputs) {
     std::vector<Tensor> sources;
     sources.reserve(pos.positions.size() + weights.size());
     for (int p : pos.positions) {
@@ -222,10 +227,37 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn 
                                            "; gradients need a scalar output or an explicit sens");
       seed = ones_like(result.value);
     }
+    // NOTE [Gradient-ready hook]: weight w is final once the walk is past the first node reading it.
+    std::vector<std::vector<size_t>> final_after;  // node index -> weights final after it
+    std::vector<char> reported;  // allocated only with a hook: a plain step allocates nothing here
+    std::function<void(size_t)> after_node;
+    if (on_weight_grad) reported.assign(weights.size(), 0);
+    if (on_weight_grad && tape.tracked(result.value)) {
+      const NodeList& list = tape.nodes();
+      final_after.resize(list.nodes().size());
+      std::vector<char> seen(weight_values.size(), 0);
+      for (size_t n = 0; n < list.nodes().size(); ++n)
+        for (const Tensor& in : list.inputs(list.nodes()[n]))
+          for (size_t w = 0; w < weight_values.size(); ++w)
+            if (!seen[w] && in.impl() == weight_values[w].impl()) {
+              seen[w] = 1;
+              final_after[n].push_back(w);
+            }
+      after_node = [&](size_t n) {
+        for (size_t w : final_after[n])
+          if (const Tensor* g = tape.buffers().grads.find(weight_values[w].impl())) {
+            reported[w] = 1;
+            on_weight_grad(w, *g);
+          }
+      };
+    }
     const PtrMap<Tensor>& grads =
-        tape.tracked(result.value) ? backward(tape, result.value, seed) : tape.buffers().grads;
+        tape.tracked(result.value) ? backward(tape, result.value, seed, after_node) : tape.buffers().grads;
     for (int p : pos.positions) result.input_grads.push_back(grad_or_zeros(grads, inputs[p]));
     for (const Tensor& w : weight_values) result.weight_grads.push_back(grad_or_zeros(grads, w));
+    if (on_weight_grad)
+      for (size_t w = 0; w < weights.size(); ++w)
+        if (!reported[w]) on_weight_grad(w, result.weight_grads[w]);
     return result;
   };
 }

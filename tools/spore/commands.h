@@ -32,5 +32,6 @@ void add_logits_command(CLI::App& app, Handlers& h);
 void add_bench_llm_command(CLI::App& app, Handlers& h);
 void add_serve_command(CLI::App& app, Handlers& h);
 void add_gate_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
+void add_launch_command(CLI::App& app, Handlers& h);  // spore launch (NOTE [Distributed training])
 
 }  // namespace spore::cli

@@ -10,6 +10,7 @@
 //   spore tokenize | detokenize        tokenizers (tokenizer.json, model directory, GGUF)
 //   spore generate | chat              text generation from a language model (default: SmolLM2)
 //   spore serve | gate                 the OpenAI-compatible server, and the machine gate that checks one
+//   spore launch -n N -- PROGRAM ARGS  PROGRAM on N MPI processes (data-parallel training)
 //   spore --version                    version, git commit and build type
 // A probe child is this same binary re-executed as `spore __probe-child NAME ...` (hidden).
 #include <CLI/CLI.hpp>
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   spore::cli::add_bench_llm_command(app, handlers);
   spore::cli::add_serve_command(app, handlers);
   spore::cli::add_gate_command(app, handlers, command);
+  spore::cli::add_launch_command(app, handlers);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

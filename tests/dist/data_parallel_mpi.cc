@@ -1,0 +1,236 @@
+// Data-parallel training on 2 and 4 ranks (mpirun) against single-process training, which every
+// rank also runs by itself on the combined batch as the reference (NOTE [Distributed training]).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+
+#include "common/digits_cnn.h"
+#include "spore/checkpoint.h"
+#include "spore/dist.h"
+#include "spore/nn/dense.h"
+#include "spore/nn/losses.h"
+#include "spore/ops.h"
+#include "spore/optim.h"
+
+namespace spore::dist {
+namespace {
+
+nn::CellPtr make_mlp(uint64_t seed) {
+  return std::make_shared<nn::SequentialCell>(
+      std::vector<nn::CellPtr>{std::make_shared<nn::Dense>(16, 24, true, "relu", seed + 1),
+                               std::make_shared<nn::Dense>(24, 24, true, "relu", seed + 2),
+                               std::make_shared<nn::Dense>(24, 10, true, nullptr, seed + 3)});
+}
+
+// Step t's combined batch of `rows` rows: inputs [rows, features...] and int64 labels.
+struct Batch {
+  Tensor x, y;
+};
+Batch mlp_batch(int64_t t, int64_t rows) {
+  return {random_normal({rows, 16}, 1000 + (uint64_t)t),
+          cast(mul(random_uniform({rows}, 2000 + (uint64_t)t), 9.999), DType::kInt64)};
+}
+Batch shard(const Batch& b, int rank, int64_t per_rank) {
+  return {slice(b.x, 0, rank * per_rank, (rank + 1) * per_rank),
+          slice(b.y, 0, rank * per_rank, (rank + 1) * per_rank)};
+}
+
+std::vector<std::vector<double>> param_values(nn::Cell& net) {
+  std::vector<std::vector<double>> out;
+  for (const Parameter& p : net.parameters())
+    out.push_back(cast(p.value(), DType::kFloat64).to_vector<double>());
+  return out;
+}
+
+// Largest |a - b| over every parameter, and the largest change of any parameter since `init`.
+double max_diff(const std::vector<std::vector<double>>& a,
+                const std::vector<std::vector<double>>& b) {
+  double m = 0;
+  for (size_t k = 0; k < a.size(); ++k)
+    for (size_t i = 0; i < a[k].size(); ++i) m = std::max(m, std::abs(a[k][i] - b[k][i]));
+  return m;
+}
+
+std::unique_ptr<optim::Optimizer> sgd(std::vector<Parameter> p) {
+  return std::make_unique<optim::SGD>(std::move(p), 0.05, 0.9);
+}
+
+TensorFn xent(nn::Cell& net) {
+  return [&net](const std::vector<Tensor>& in) { return nn::cross_entropy(net(in[0]), in[1]); };
+}
+
+// Trains `net` alone (plain value_and_grad) on each step's whole batch: the single-process run.
+void train_single(nn::Cell& net, int steps, const std::function<Batch(int64_t)>& batch) {
+  auto opt = sgd(net.trainable_params());
+  auto vg = spore::value_and_grad(xent(net), GradPosition::none(), net.trainable_params());
+  for (int t = 0; t < steps; ++t) {
+    Batch b = batch(t);
+    opt->step(vg({b.x, b.y}).weight_grads);
+  }
+}
+
+// Trains through DistributedDataParallel, this rank on its shard of each step's batch.
+void train_ddp(DistributedDataParallel& ddp, int steps, const std::function<Batch(int64_t)>& batch,
+               int64_t per_rank) {
+  auto opt = sgd(ddp.trainable_params());
+  auto vg = ddp.value_and_grad(xent(ddp.module()));
+  for (int t = 0; t < steps; ++t) {
+    Batch b = shard(batch(t), world().rank(), per_rank);
+    opt->step(vg({b.x, b.y}).weight_grads);
+  }
+}
+
+TEST(DataParallel, ParametersStartAsRankZeros) {
+  ProcessGroup& g = world();
+  nn::CellPtr net = make_mlp(10 + (uint64_t)g.rank() * 100);  // a different start on every rank
+  DistributedDataParallel ddp(net, g);
+  nn::CellPtr rank0 = make_mlp(10);
+  EXPECT_EQ(param_values(*net), param_values(*rank0));
+}
+
+// N steps on R ranks with per-rank batch B == N steps of one process with batch R * B, within
+// float32 reduction-order tolerance; small buckets (several per step) and the default one.
+TEST(DataParallel, MlpMatchesSingleProcessOnTheCombinedBatch) {
+  ProcessGroup& g = world();
+  const int64_t B = 8;
+  const int steps = 10;
+  auto batch = [&](int64_t t) { return mlp_batch(t, B * g.size()); };
+  nn::CellPtr single = make_mlp(0);
+  const auto init = param_values(*single);
+  train_single(*single, steps, batch);
+  const auto want = param_values(*single);
+  ASSERT_GT(max_diff(want, init), 1e-2)
+      << "training must move the parameters for the comparison to mean anything";
+  for (int64_t bucket_bytes : {int64_t{1024}, int64_t{25} << 20}) {
+    nn::CellPtr net = make_mlp(0);
+    DdpOptions o;
+    o.bucket_bytes = bucket_bytes;
+    DistributedDataParallel ddp(net, g, o);
+    train_ddp(ddp, steps, batch, B);
+    EXPECT_LE(max_diff(param_values(*net), want), 2e-5) << "bucket_bytes " << bucket_bytes;
+    if (bucket_bytes == 1024) {
+      EXPECT_GT(ddp.buckets().num_buckets(), 2u);
+      // Every bucket was started from the gradient-ready hook, during backward.
+      EXPECT_EQ(ddp.buckets().launched_during_backward(), ddp.buckets().num_buckets());
+    } else {
+      EXPECT_EQ(ddp.buckets().num_buckets(), 1u);
+    }
+  }
+}
+
+// With the rank-order reduction the result is bitwise the single-process computation that forms
+// each rank's shard gradient and folds them in rank order in float32: ((g0 + g1) + g2) + g3, / R.
+TEST(DataParallel, RankOrderReductionIsBitwiseTheSequentialFold) {
+  ProcessGroup& g = world();
+  const int64_t B = 6;
+  const int steps = 6;
+  auto batch = [&](int64_t t) { return mlp_batch(t, B * g.size()); };
+  nn::CellPtr ref = make_mlp(3);
+  {
+    auto opt = sgd(ref->trainable_params());
+    auto vg = spore::value_and_grad(xent(*ref), GradPosition::none(), ref->trainable_params());
+    for (int t = 0; t < steps; ++t) {
+      std::vector<Tensor> sum;
+      for (int r = 0; r < g.size(); ++r) {
+        Batch s = shard(batch(t), r, B);
+        std::vector<Tensor> gr = vg({s.x, s.y}).weight_grads;
+        if (r == 0)
+          sum = gr;
+        else
+          for (size_t k = 0; k < gr.size(); ++k) sum[k] = add(sum[k], gr[k]);
+      }
+      for (Tensor& s : sum) s = div(s, (double)g.size());
+      opt->step(sum);
+    }
+  }
+  nn::CellPtr net = make_mlp(3);
+  DdpOptions o;
+  o.in_rank_order = true;
+  o.bucket_bytes = 2048;
+  DistributedDataParallel ddp(net, g, o);
+  train_ddp(ddp, steps, batch, B);
+  EXPECT_EQ(max_diff(param_values(*net), param_values(*ref)), 0.0);
+  EXPECT_EQ(param_values(*net), param_values(*ref));  // bitwise
+}
+
+// The digits CNN of examples/ (convolutions, pooling), the same comparison on real data.
+TEST(DataParallel, DigitsCnnMatchesSingleProcessOnTheCombinedBatch) {
+  ProcessGroup& g = world();
+  const examples::DigitsSplit d = examples::load_digits(examples::kDigitsPath, 0.2, 7);
+  const int64_t B = 8;
+  const int steps = 6;
+  auto batch = [&](int64_t t) {
+    const int64_t rows = B * g.size(), start = (t * rows) % (d.train_images.shape()[0] - rows);
+    return Batch{slice(d.train_images, 0, start, start + rows),
+                 slice(d.train_labels, 0, start, start + rows)};
+  };
+  auto single = examples::make_digits_cnn(5);
+  const auto init = param_values(*single);
+  train_single(*single, steps, batch);
+  const auto want = param_values(*single);
+  ASSERT_GT(max_diff(want, init), 1e-3);
+  auto net = examples::make_digits_cnn(5);
+  DistributedDataParallel ddp(net, g);
+  train_ddp(ddp, steps, batch, B);
+  EXPECT_LE(max_diff(param_values(*net), want), 2e-5);
+}
+
+TEST(DataParallel, SamplerShardsAreDisjointAcrossRanks) {
+  ProcessGroup& g = world();
+  for (int64_t n : {int64_t{40}, int64_t{41}}) {
+    for (bool drop_last : {false, true}) {
+      DistributedSampler s(n, g.size(), g.rank(), true, 9, drop_last);
+      s.set_epoch(3);
+      std::vector<int64_t> mine = s.indices();
+      ASSERT_EQ((int64_t)mine.size(), s.num_samples());
+      std::vector<int64_t> all = g.all_gather(Tensor::from_vector(mine)).to_vector<int64_t>();
+      std::multiset<int64_t> counts(all.begin(), all.end());
+      std::set<int64_t> distinct(all.begin(), all.end());
+      EXPECT_EQ((int64_t)all.size(), s.total_size());
+      if (drop_last || n % g.size() == 0) {
+        EXPECT_EQ(distinct.size(), all.size()) << "n " << n << ": a sample on two ranks";
+      } else {
+        EXPECT_EQ((int64_t)distinct.size(), n) << "padding must still cover every sample";
+      }
+      for (int64_t i : all) ASSERT_TRUE(i >= 0 && i < n);
+    }
+  }
+}
+
+TEST(DataParallel, CheckpointWrittenByRankZeroLoadsEverywhere) {
+  ProcessGroup& g = world();
+  // One directory name for all ranks: rank 0's process id.
+  std::vector<int64_t> pid{(int64_t)getpid()};
+  pid = g.broadcast(Tensor::from_vector(pid), 0).to_vector<int64_t>();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("spore-dist-" + std::to_string(pid[0]));
+  if (g.rank() == 0) std::filesystem::create_directories(dir);
+  g.barrier();
+  nn::CellPtr net = make_mlp(21);
+  DistributedDataParallel ddp(net, g);
+  save_checkpoint(g, *net, dir / "mlp.ckpt");
+  Checkpoint c = load_checkpoint(dir / "mlp.ckpt");
+  EXPECT_EQ(c.metadata["world_size"], std::to_string(g.size()));
+  nn::CellPtr fresh = make_mlp(99);
+  load_param_into_net(*fresh, c);
+  EXPECT_EQ(param_values(*fresh), param_values(*net));
+  // No temporary file left beside it (the write is atomic: temporary, then rename).
+  size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);
+  // A path rank 0 cannot write: every rank gets rank 0's error, none believes it saved.
+  try {
+    save_checkpoint(g, *net, dir / "missing" / "deeper" / "x.ckpt");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIO);
+    EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+  }
+  g.barrier();
+  if (g.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace spore::dist
