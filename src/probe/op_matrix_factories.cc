@@ -435,7 +435,7 @@ FactoryTable build() {
     std::vector<uint8_t> blocks(3 * 34);
     for (int r = 0; r < 3; ++r) {
       std::vector<float> row(wv.begin() + 32 * r, wv.begin() + 32 * (r + 1));
-      quantize_row(QuantType::kQ8_0, row, std::span<uint8_t>(blocks.data() + 34 * r, 34));
+      quantize_row(GgmlType::kQ8_0, row, std::span<uint8_t>(blocks.data() + 34 * r, 34));
     }
     const Tensor w = Tensor::from_bytes(blocks.data(), Shape{3, 34}, DType::kUInt8, Device::cpu());
     c.inputs.push_back(w);
@@ -445,7 +445,7 @@ FactoryTable build() {
       std::vector<float> deq(3 * 32);
       const std::vector<uint8_t> b = x[1].to_bytes();
       for (int r = 0; r < 3; ++r)
-        dequantize_row(QuantType::kQ8_0, std::span<const uint8_t>(b.data() + 34 * r, 34),
+        dequantize_row(GgmlType::kQ8_0, std::span<const uint8_t>(b.data() + 34 * r, 34),
                        std::span<float>(deq.data() + 32 * r, 32));
       return matmul(x[0], transpose(cast(Tensor::from_vector(deq, Shape{3, 32}), DType::kFloat64), 0, 1));
     };

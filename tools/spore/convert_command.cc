@@ -39,7 +39,7 @@ void add_convert_command(CLI::App& app, Handlers& h) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::map<std::string, int> by_type;
       for (const auto& t : r.tensors) {
-        ++by_type[ggml_type_info(t.type).name];
+        ++by_type[quant_traits(t.type).name];
         if (!t.fallback.empty()) std::fprintf(stderr, "note: %s: %s\n", t.name.c_str(), t.fallback.c_str());
       }
       std::string types;

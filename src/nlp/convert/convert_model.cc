@@ -115,24 +115,15 @@ Requested parse_type(const std::string& t) {
   throw Error(ErrorCode::kValue, "spore convert: --type '" + t + "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q4_k");
 }
 
-std::optional<QuantType> quant_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::kQ8_0: return QuantType::kQ8_0;
-    case GgmlType::kQ4_0: return QuantType::kQ4_0;
-    case GgmlType::kQ4_1: return QuantType::kQ4_1;
-    case GgmlType::kQ4_K: return QuantType::kQ4_K;
-    default: return std::nullopt;
-  }
-}
-
 // The type a weight of row length `cols` gets: the requested one when its rows fill whole blocks,
-// else (as llama.cpp falls back) q8_0 when they fill 32-value blocks, else f16.
+// else llama.cpp's fallback (llama-quant.cpp: q4_k -> q5_0 when the rows fill 32-value blocks,
+// NOTE [Quantization types]), else f16.
 GgmlType fit_type(GgmlType want, uint64_t cols, std::string& why) {
-  const uint32_t block = ggml_type_info(want).block_size;
+  const uint32_t block = quant_traits(want).block_size;
   if (cols % block == 0) return want;
-  const GgmlType next = (want == GgmlType::kQ4_K && cols % 32 == 0) ? GgmlType::kQ8_0 : GgmlType::kF16;
-  why = std::string("rows of ") + std::to_string(cols) + " values do not fill " + ggml_type_info(want).name +
-        " blocks of " + std::to_string(block) + "; written as " + ggml_type_info(next).name;
+  const GgmlType next = (want == GgmlType::kQ4_K && cols % 32 == 0) ? GgmlType::kQ5_0 : GgmlType::kF16;
+  why = std::string("rows of ") + std::to_string(cols) + " values do not fill " + quant_traits(want).name +
+        " blocks of " + std::to_string(block) + "; written as " + quant_traits(next).name;
   return next;
 }
 
@@ -168,10 +159,9 @@ void encode(GgmlType type, std::span<const float> v, uint64_t cols, FileSink& si
       return;
     }
     default: {
-      const QuantType q = *quant_of(type);
-      std::vector<uint8_t> row(quant_row_bytes(q, (int64_t)cols));
+      std::vector<uint8_t> row(quant_row_bytes(type, (int64_t)cols));
       for (size_t r = 0; r < v.size() / cols; ++r) {
-        quantize_row(q, v.subspan(r * cols, cols), row);
+        quantize_row(type, v.subspan(r * cols, cols), row);
         sink.write(row);
       }
     }
