@@ -56,11 +56,14 @@ def sha256_file(path):
 # Where each type keeps its float16 scales (d, second scale / min), to be set to sane values.
 SCALES = {"Q4_0": (0, None), "Q4_1": (0, 2), "Q5_0": (0, None), "Q5_1": (0, 2), "Q8_0": (0, None),
           "Q2_K": (80, 82), "Q3_K": (108, None), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208, None),
-          "IQ4_NL": (0, None), "IQ4_XS": (0, None), "TQ1_0": (52, None), "TQ2_0": (64, None)}
+          "IQ4_NL": (0, None), "IQ4_XS": (0, None), "TQ1_0": (52, None), "TQ2_0": (64, None),
+          "IQ2_XXS": (0, None), "IQ2_XS": (0, None), "IQ2_S": (0, None), "IQ3_XXS": (0, None), "IQ3_S": (0, None),
+          "IQ1_S": (0, None)}
 
 
 BLOCK_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K",
-               "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4"]
+               "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S",
+               "IQ1_S", "IQ1_M"]
 
 
 def random_blocks(gguf, name, n_blocks, rng):
@@ -78,6 +81,11 @@ def random_blocks(gguf, name, n_blocks, rng):
             raw[b, 0:4] = np.array([0.001 * (1 + b % 4)], np.float32).view(np.uint8)
     elif name == "MXFP4":
         raw[:, 0] = 118 + np.arange(n_blocks) % 8
+    elif name == "IQ1_M":  # the float16 d's four nibbles sit in the top of the four scale words
+        for b in range(n_blocks):
+            d = int(np.array([0.01 + 0.002 * (b % 5)], np.float16).view(np.uint16)[0])
+            for w in range(4):
+                raw[b, 49 + 2 * w] = (raw[b, 49 + 2 * w] & 0x0F) | (((d >> (4 * w)) & 0xF) << 4)
     return raw, block
 
 

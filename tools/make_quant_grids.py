@@ -1,4 +1,4 @@
-"""Writes src/ops/quant_grids.inc: the codebooks of ggml's i-quants (IQ2_XXS, IQ2_XS, IQ2_S,
+"""Writes src/ops/quant_grids_data.inc (included by src/ops/quant_grids.h): the codebooks of ggml's i-quants (IQ2_XXS, IQ2_XS, IQ2_S,
 IQ3_XXS, IQ3_S, IQ1_S/IQ1_M) and the IQ2 sign table, as published in ggml's ggml-common.h and
 carried by the `gguf` package (gguf.quants: grid_hex packed 2 or 3 bits per value, grid_map the
 values). Constants, not code: each grid has exactly 2^bits rows for the bits of its index, so no
@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "src", "ops", "quant_grids.inc")
+OUT = os.path.join(ROOT, "src", "ops", "quant_grids_data.inc")
 
 
 def grid_of(cls):

@@ -57,4 +57,13 @@ void dequantize_tq1_0(const uint8_t* b, float* y);
 void dequantize_tq2_0(const uint8_t* b, float* y);
 void dequantize_mxfp4(const uint8_t* b, float* y);
 
+// Grid types (quant_blocks_grid.cc), codebooks in quant_grids.h.
+void dequantize_iq2_xxs(const uint8_t* b, float* y);
+void dequantize_iq2_xs(const uint8_t* b, float* y);
+void dequantize_iq2_s(const uint8_t* b, float* y);
+void dequantize_iq3_xxs(const uint8_t* b, float* y);
+void dequantize_iq3_s(const uint8_t* b, float* y);
+void dequantize_iq1_s(const uint8_t* b, float* y);
+void dequantize_iq1_m(const uint8_t* b, float* y);
+
 }  // namespace spore::quant

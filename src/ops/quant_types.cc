@@ -50,14 +50,14 @@ constexpr QuantTraits kRows[] = {
     {G::kIQ4_XS, "IQ4_XS", "iq4_xs", 256, 136, kU8, dequantize_iq4_xs, nullptr, A::kQ8Groups, G::kQ8_K},
     {G::kTQ1_0, "TQ1_0", "tq1_0", 256, 54, kU8, dequantize_tq1_0, nullptr, A::kQ8Groups, G::kQ8_K},
     {G::kTQ2_0, "TQ2_0", "tq2_0", 256, 66, kU8, dequantize_tq2_0, nullptr, A::kQ8Groups, G::kQ8_K},
-    // grid types: known sizes (a file holding them is read), no dequantiser yet
-    {G::kIQ2_XXS, "IQ2_XXS", "iq2_xxs", 256, 66, kU8, nullptr, nullptr, A::kNone, G::kQ8_K},
-    {G::kIQ2_XS, "IQ2_XS", "iq2_xs", 256, 74, kU8, nullptr, nullptr, A::kNone, G::kQ8_K},
-    {G::kIQ2_S, "IQ2_S", "iq2_s", 256, 82, kU8, nullptr, nullptr, A::kNone, G::kQ8_K},
-    {G::kIQ3_XXS, "IQ3_XXS", "iq3_xxs", 256, 98, kU8, nullptr, nullptr, A::kNone, G::kQ8_K},
-    {G::kIQ3_S, "IQ3_S", "iq3_s", 256, 110, kU8, nullptr, nullptr, A::kNone, G::kQ8_K},
-    {G::kIQ1_S, "IQ1_S", "iq1_s", 256, 50, kU8, nullptr, nullptr, A::kNone, G::kQ8_K},
-    {G::kIQ1_M, "IQ1_M", "iq1_m", 256, 56, kU8, nullptr, nullptr, A::kNone, G::kQ8_K},
+    // grid types (the i-quants), read through ops/quant_grids.h
+    {G::kIQ2_XXS, "IQ2_XXS", "iq2_xxs", 256, 66, kU8, dequantize_iq2_xxs, nullptr, A::kQ8Groups, G::kQ8_K},
+    {G::kIQ2_XS, "IQ2_XS", "iq2_xs", 256, 74, kU8, dequantize_iq2_xs, nullptr, A::kQ8Groups, G::kQ8_K},
+    {G::kIQ2_S, "IQ2_S", "iq2_s", 256, 82, kU8, dequantize_iq2_s, nullptr, A::kQ8Groups, G::kQ8_K},
+    {G::kIQ3_XXS, "IQ3_XXS", "iq3_xxs", 256, 98, kU8, dequantize_iq3_xxs, nullptr, A::kQ8Groups, G::kQ8_K},
+    {G::kIQ3_S, "IQ3_S", "iq3_s", 256, 110, kU8, dequantize_iq3_s, nullptr, A::kQ8Groups, G::kQ8_K},
+    {G::kIQ1_S, "IQ1_S", "iq1_s", 256, 50, kU8, dequantize_iq1_s, nullptr, A::kQ8Groups, G::kQ8_K},
+    {G::kIQ1_M, "IQ1_M", "iq1_m", 256, 56, kU8, dequantize_iq1_m, nullptr, A::kQ8Groups, G::kQ8_K},
 };
 
 // Row index by type id (-1: not a type), built once.
