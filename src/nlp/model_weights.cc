@@ -116,8 +116,8 @@ class SafetensorsStore final : public WeightStore {
     w.cols = cols;
     switch (info->dtype) {
       case DType::kFloat32: break;
-      case DType::kFloat16: w.qtype = "f16"; break;
-      case DType::kBFloat16: w.qtype = "bf16"; break;
+      case DType::kFloat16: w.qtype = GgmlType::kF16; break;
+      case DType::kBFloat16: w.qtype = GgmlType::kBF16; break;
       case DType::kFloat64:
         w.data = cast(shards_[shard].file.load(name), DType::kFloat32);
         memory_.weights_resident += w.data.nbytes();

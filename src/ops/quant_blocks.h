@@ -49,6 +49,7 @@ void dequantize_q5_k(const uint8_t* b, float* y);
 void dequantize_q6_k(const uint8_t* b, float* y);
 void dequantize_q8_k(const uint8_t* b, float* y);
 void quantize_q4_k(const float* x, uint8_t* b);
+void quantize_q6_k(const float* x, uint8_t* b);
 
 // Table-valued and ternary types (quant_blocks_iq.cc).
 void dequantize_iq4_nl(const uint8_t* b, float* y);

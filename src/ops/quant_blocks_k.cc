@@ -140,4 +140,35 @@ void quantize_q4_k(const float* x, uint8_t* b) {
   }
 }
 
+// Symmetric 16-value sub-blocks: each sub-block's extreme value maps to -32 (levels -32..31);
+// the sub-block scales are int8 against the block's d, whose extreme scale maps to -128; the
+// values are then rounded against the quantised scales (what a reader reconstructs).
+void quantize_q6_k(const float* x, uint8_t* b) {
+  float scale[16], ext_scale = 0;
+  for (int s = 0; s < 16; ++s) {
+    float ext = 0;
+    for (int l = 0; l < 16; ++l)
+      if (std::fabs(x[16 * s + l]) > std::fabs(ext)) ext = x[16 * s + l];
+    scale[s] = ext / -32.f;
+    if (std::fabs(scale[s]) > std::fabs(ext_scale)) ext_scale = scale[s];
+  }
+  put_f16(b + 208, ext_scale / -128.f);
+  const float d = f16_at(b + 208);
+  int8_t* sc = (int8_t*)(b + 192);
+  uint8_t q[256];
+  for (int s = 0; s < 16; ++s) {
+    sc[s] = (int8_t)(d != 0 ? qround(scale[s] / d, -128, 127) : 0);
+    const float dl = d * (float)sc[s];
+    for (int l = 0; l < 16; ++l) q[16 * s + l] = (uint8_t)(dl != 0 ? qround(x[16 * s + l] / dl, -32, 31) + 32 : 32);
+  }
+  uint8_t *ql = b, *qh = b + 128;
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* e = q + 128 * n + l;  // elements l, l + 32, l + 64, l + 96 of the half
+      ql[64 * n + l] = (uint8_t)((e[0] & 0xF) | ((e[64] & 0xF) << 4));
+      ql[64 * n + l + 32] = (uint8_t)((e[32] & 0xF) | ((e[96] & 0xF) << 4));
+      qh[32 * n + l] = (uint8_t)((e[0] >> 4) | ((e[32] >> 4) << 2) | ((e[64] >> 4) << 4) | ((e[96] >> 4) << 6));
+    }
+}
+
 }  // namespace spore::quant

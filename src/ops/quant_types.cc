@@ -45,7 +45,7 @@ constexpr QuantTraits kRows[] = {
     {G::kQ3_K, "Q3_K", "q3_k", 256, 110, kU8, dequantize_q3_k, nullptr, A::kQ8Groups, G::kQ8_K},
     {G::kQ4_K, "Q4_K", "q4_k", 256, 144, kU8, dequantize_q4_k, quantize_q4_k, A::kQ8Groups, G::kQ8_K},
     {G::kQ5_K, "Q5_K", "q5_k", 256, 176, kU8, dequantize_q5_k, nullptr, A::kQ8Groups, G::kQ8_K},
-    {G::kQ6_K, "Q6_K", "q6_k", 256, 210, kU8, dequantize_q6_k, nullptr, A::kQ8Groups, G::kQ8_K},
+    {G::kQ6_K, "Q6_K", "q6_k", 256, 210, kU8, dequantize_q6_k, quantize_q6_k, A::kQ8Groups, G::kQ8_K},
     {G::kQ8_K, "Q8_K", "q8_k", 256, 292, kU8, dequantize_q8_k, nullptr, A::kNone, G::kQ8_K},
     {G::kIQ4_XS, "IQ4_XS", "iq4_xs", 256, 136, kU8, dequantize_iq4_xs, nullptr, A::kQ8Groups, G::kQ8_K},
     {G::kTQ1_0, "TQ1_0", "tq1_0", 256, 54, kU8, dequantize_tq1_0, nullptr, A::kQ8Groups, G::kQ8_K},

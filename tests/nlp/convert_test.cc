@@ -365,7 +365,7 @@ TEST(Convert, TheTokenizerInTheGgufEncodesLikeTokenizerJson) {
 TEST(Convert, NamesWhatIsWrong) {
   HfModel m("qwen2");
   const fs::path out = m.dir() / "x.gguf";
-  expect_error([&] { nlp::convert_hf_to_gguf(m.dir(), out, {.type = "q5_0", .name = "", .progress = {}}); }, ErrorCode::kValue, "q5_0", "q4_k");
+  expect_error([&] { nlp::convert_hf_to_gguf(m.dir(), out, {.type = "q3_k", .name = "", .progress = {}}); }, ErrorCode::kValue, "q3_k", "q4_k_m");
   expect_error([&] { nlp::convert_hf_to_gguf(m.dir() / "nope", out); }, ErrorCode::kIO, "config.json");
   // An index naming a tensor its shard lacks.
   {

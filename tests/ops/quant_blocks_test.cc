@@ -119,7 +119,7 @@ TEST(QuantBlocks, HandAssembledQ6K) {
 TEST(QuantBlocks, QuantizeRoundTripsWithinTheFormatsStep) {
   const auto xv = random_values(512, DType::kFloat32, -3, 2, 41);
   const std::vector<float> x(xv.begin(), xv.end());
-  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_1, GgmlType::kQ4_K}) {
+  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     const QuantTraits& f = quant_traits(t);
     SCOPED_TRACE(f.name);
     std::vector<uint8_t> bytes(quant_row_bytes(t, 512));
@@ -135,8 +135,10 @@ TEST(QuantBlocks, QuantizeRoundTripsWithinTheFormatsStep) {
       if (t == GgmlType::kQ8_0) step = std::max(-lo, hi) / 127.0;       // symmetric, 127 steps a side
       if (t == GgmlType::kQ4_0) step = 2 * std::max(-lo, hi) / 8.0;  // -8..7: +amax can round a full step
       if (t == GgmlType::kQ5_0) step = 2 * std::max(-lo, hi) / 16.0;  // -16..15: likewise
+      if (t == GgmlType::kQ6_K) step = 2 * std::max(-lo, hi) / 32.0;  // -32..31 per 16 values
       double bound = 0.5 * step * 1.01 + 1e-6;
       if (t == GgmlType::kQ4_K) bound += 3.0 / 63 / 2 + step * 0.5;  // min step (range 3 / 63 levels) and scale rounding up
+      if (t == GgmlType::kQ6_K) bound += 3.0 / 256 * 1.01;  // int8 sub-block scales: 32 levels of half a step of max / 128
       for (int l = 0; l < group; ++l)
         ASSERT_LE(std::fabs(y[g * group + l] - x[g * group + l]), bound) << "group " << g << " value " << l;
     }
@@ -151,8 +153,8 @@ TEST(QuantBlocks, WrongSizesAndReadOnlyTypesAreTypedErrors) {
   EXPECT_EQ(error_code_of([&] { quant_row_bytes(GgmlType::kQ4_0, 100); }), ErrorCode::kShape);
   EXPECT_EQ(error_code_of([&] { dequantize_row(GgmlType::kQ4_0, bytes, odd); }), ErrorCode::kShape);
   std::vector<float> x(256);
-  std::vector<uint8_t> q6(210);
-  EXPECT_EQ(error_code_of([&] { quantize_row(GgmlType::kQ6_K, x, q6); }), ErrorCode::kUnsupported);
+  std::vector<uint8_t> q5(176);
+  EXPECT_EQ(error_code_of([&] { quantize_row(GgmlType::kQ5_K, x, q5); }), ErrorCode::kUnsupported);
 }
 
 }  // namespace
