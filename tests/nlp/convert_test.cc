@@ -320,6 +320,41 @@ TEST(Convert, QuantisersAreAsAccurateAsLlamaCpps) {
   }
 }
 
+// --type q4_k_m: llama.cpp's mix (the tied embedding is the head: Q6_K; Q4_K elsewhere; rows of
+// 128 fall back to Q5_0), each matrix's type as convert_matrix_type says (held to llama-quantize's
+// own choices in tests/nlp/quant_files_test.cc), and every matrix close to its source values.
+TEST(Convert, Qwen3Q4_K_MWritesLlamaCppsMix) {
+  HfModel m("qwen3");
+  nlp::ConvertOptions o;
+  o.type = "q4_k_m";
+  const nlp::ConvertReport report = nlp::convert_hf_to_gguf(m.dir(), m.out("q4_k_m"), o);
+  const GgufFile g(m.out("q4_k_m"));
+  EXPECT_EQ(g.get_int("general.file_type"), 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  const int64_t layers = g.get_int("qwen3.block_count");
+  std::set<std::string> seen;
+  for (const nlp::ConvertedTensor& t : report.tensors) {
+    if (t.dims.size() != 2 || t.name.find("_norm") != std::string::npos) continue;
+    EXPECT_EQ(t.type, nlp::convert_matrix_type("q4_k_m", t.name, t.dims[0], layers, true)) << t.name;
+    seen.insert(quant_traits(t.type).name);
+    const Source& s = m.source(t.source);
+    const size_t cols = t.dims[0], rows = t.dims[1], rb = quant_row_bytes(t.type, (int64_t)cols);
+    std::vector<float> deq(cols);
+    double err = 0, ref = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      dequantize_row(t.type, g.tensor_bytes(t.name).subspan(r * rb, rb), deq);
+      for (size_t c = 0; c < cols; ++c) {
+        const double v = s.values[r * cols + c];
+        err += (deq[c] - v) * (deq[c] - v);
+        ref += v * v;
+      }
+    }
+    EXPECT_LT(std::sqrt(err / ref), 0.1) << t.name << " (" << quant_traits(t.type).name << ")";
+  }
+  EXPECT_TRUE(seen.count("Q6_K")) << "the tied embedding / head";
+  EXPECT_TRUE(seen.count("Q4_K"));
+  EXPECT_TRUE(seen.count("Q5_0")) << "128-wide rows fall back as llama.cpp's";
+}
+
 // llama.cpp's dequantisers (gguf-py, run by tools/make_convert_fixtures.py on this converter's
 // output) read Spore's 4-bit blocks to the same float32 values as Spore's dequantize_row.
 TEST(Convert, LlamaCppReadsSporesFourBitBlocksAsSporeDoes) {
