@@ -50,22 +50,22 @@ struct ReadProbe {
 };
 
 Tensor make_weight(const std::string& type, int64_t n, int64_t k) {
-  const QuantType t = *parse_quant_type(type);
+  const GgmlType t = *parse_quant_type(type);
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> dist(-1, 1);
-  if (t == QuantType::kF16 || t == QuantType::kBF16) {
+  if (t == GgmlType::kF16 || t == GgmlType::kBF16) {
     std::vector<uint16_t> w((size_t)(n * k));
-    for (auto& v : w) v = t == QuantType::kF16 ? float_to_half_bits(dist(gen)) : float_to_bf16_bits(dist(gen));
-    return Tensor::from_bytes(w.data(), Shape{n, k}, t == QuantType::kF16 ? DType::kFloat16 : DType::kBFloat16,
+    for (auto& v : w) v = t == GgmlType::kF16 ? float_to_half_bits(dist(gen)) : float_to_bf16_bits(dist(gen));
+    return Tensor::from_bytes(w.data(), Shape{n, k}, t == GgmlType::kF16 ? DType::kFloat16 : DType::kBFloat16,
                               Device::cpu());
   }
   const size_t rb = quant_row_bytes(t, k);
   std::vector<uint8_t> w(rb * (size_t)n);
-  if (t == QuantType::kQ5_K || t == QuantType::kQ6_K) {  // read-only types: random bits, sane scales
+  if (t == GgmlType::kQ5_K || t == GgmlType::kQ6_K) {  // read-only types: random bits, sane scales
     for (auto& b : w) b = (uint8_t)gen();
-    const QuantFormat& f = quant_format(t);
+    const QuantTraits& f = quant_traits(t);
     const uint16_t d = float_to_half_bits(0.01f);
-    for (size_t b = 0; b < w.size(); b += f.block_bytes) std::memcpy(w.data() + b + (t == QuantType::kQ6_K ? 208 : 0), &d, 2);
+    for (size_t b = 0; b < w.size(); b += f.block_bytes) std::memcpy(w.data() + b + (t == GgmlType::kQ6_K ? 208 : 0), &d, 2);
   } else {
     std::vector<float> row((size_t)k);
     for (int64_t r = 0; r < n; ++r) {
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (const std::string& type : types) {
     for (auto [k, n] : shapes) {
-      const QuantFormat& f = quant_format(*parse_quant_type(type));
+      const QuantTraits& f = quant_traits(*parse_quant_type(type));
       if (k % f.block_size != 0) {  // GGUF converters fall back to another type for such tensors
         std::printf("%-5s %lldx%lld: n/a (k is not a multiple of %d)\n", type.c_str(), (long long)k, (long long)n,
                     f.block_size);

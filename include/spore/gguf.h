@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "spore/quant.h"
 #include "spore/tensor.h"
 
 namespace spore {
@@ -39,21 +40,8 @@ struct GgufValue {
   bool is_array() const { return type == GgufType::kArray; }
 };
 
-// ggml tensor element types (ggml.h numbering); block sizes and bytes per block in ggml_type_info.
-enum class GgmlType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kIQ2_XXS = 16,
-  kIQ2_XS = 17, kIQ3_XXS = 18, kIQ1_S = 19, kIQ4_NL = 20, kIQ3_S = 21, kIQ2_S = 22, kIQ4_XS = 23,
-  kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kIQ1_M = 29, kBF16 = 30, kTQ1_0 = 34,
-  kTQ2_0 = 35,
-};
-struct GgmlTypeInfo {
-  const char* name;
-  uint32_t block_size;   // elements per block (1 for plain types)
-  uint32_t block_bytes;  // bytes per block
-};
-// kFormat naming the numeric type when it is not a ggml type this reader knows.
-GgmlTypeInfo ggml_type_info(GgmlType type);
+// Tensor element types: GgmlType and its row in the one table of quantization types
+// (include/spore/quant.h: names, block sizes, bytes per block).
 
 struct GgufTensorInfo {
   std::string name;

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "spore/quant.h"
 #include "spore/tensor.h"
 
 namespace spore {
@@ -48,12 +49,17 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale
 void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position);
 
 // x float32 [m, k] times a weight [n, k] held as GGUF blocks: a uint8 [n, row_bytes] tensor and
-// the type name (q8_0 q4_0 q4_1 q4_k q5_k q6_k), or a float16 / bfloat16 [n, k] tensor with type
-// "f16" / "bf16". Result float32 [m, n]. A float64 x gets the exact dequantised product in
-// float64 (a reference). Differentiable in x only (NOTE [LLM gradients]): dx = dy W with the
-// dequantised weight; asking for the weight's gradient is a kUnsupported error (it is frozen).
+// its type (a row of include/spore/quant.h whose activations are not kNone: q4_0 q4_1 q5_0 q5_1
+// q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs tq1_0 tq2_0 mxfp4), or a float16 / bfloat16 [n, k]
+// tensor with type F16 / BF16. Result float32 [m, n]; a float64 x gets the exact dequantised
+// product in float64 (a reference). Differentiable in x only (NOTE [LLM gradients]): dx = dy W
+// with the dequantised weight; asking for the weight's gradient is a kUnsupported error (it is
+// frozen). The type is the op's integer attribute (the ggml type id), so nothing parses a name
+// per call.
 // ggml: activations quantised as ggml's q8_0 / q8_1 blocks store them (float16 scale, q8_1's
 // float16 sum) for q8_0 / q4_0 / q4_1, rounded to the weight's 16-bit type for f16 / bf16.
-Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type, bool ggml = false);
+Tensor matmul_q(const Tensor& x, const Tensor& w, GgmlType type, bool ggml = false);
+// The same with the type's name ("q4_k"); kValue naming it when unknown.
+Tensor matmul_q(const Tensor& x, const Tensor& w, std::string_view type, bool ggml = false);
 
 }  // namespace spore

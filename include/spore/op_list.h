@@ -66,7 +66,8 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // fused_elementwise (the elementwise fusion pass's node) and the LLM blocks rms_norm, rope,
 // attention, kv_cache_write and matmul_q. Version 5 added fused_conv2d (Lite's load-time
 // convolution + bias + activation). Version 6 added while_loop (a node with condition and body
-// subgraphs). Version 7 added attention_grad and matmul_q_grad (NOTE [LLM gradients]).
+// subgraphs). Version 7 added attention_grad and matmul_q_grad (NOTE [LLM gradients]) and made
+// matmul_q's type an integer attribute, the ggml type id (NOTE [Quantization types]).
 inline constexpr int kOpSetVersion = 7;
 static_assert(kNumOps == 81, "the op list changed: bump kOpSetVersion and update this count");
 

@@ -138,43 +138,6 @@ bool GgufValue::is_integer() const {
   return std::holds_alternative<uint64_t>(value) || std::holds_alternative<int64_t>(value);
 }
 
-GgmlTypeInfo ggml_type_info(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32: return {"F32", 1, 4};
-    case GgmlType::kF16: return {"F16", 1, 2};
-    case GgmlType::kBF16: return {"BF16", 1, 2};
-    case GgmlType::kF64: return {"F64", 1, 8};
-    case GgmlType::kI8: return {"I8", 1, 1};
-    case GgmlType::kI16: return {"I16", 1, 2};
-    case GgmlType::kI32: return {"I32", 1, 4};
-    case GgmlType::kI64: return {"I64", 1, 8};
-    case GgmlType::kQ4_0: return {"Q4_0", 32, 18};
-    case GgmlType::kQ4_1: return {"Q4_1", 32, 20};
-    case GgmlType::kQ5_0: return {"Q5_0", 32, 22};
-    case GgmlType::kQ5_1: return {"Q5_1", 32, 24};
-    case GgmlType::kQ8_0: return {"Q8_0", 32, 34};
-    case GgmlType::kQ8_1: return {"Q8_1", 32, 36};
-    case GgmlType::kQ2_K: return {"Q2_K", 256, 84};
-    case GgmlType::kQ3_K: return {"Q3_K", 256, 110};
-    case GgmlType::kQ4_K: return {"Q4_K", 256, 144};
-    case GgmlType::kQ5_K: return {"Q5_K", 256, 176};
-    case GgmlType::kQ6_K: return {"Q6_K", 256, 210};
-    case GgmlType::kQ8_K: return {"Q8_K", 256, 292};
-    case GgmlType::kIQ2_XXS: return {"IQ2_XXS", 256, 66};
-    case GgmlType::kIQ2_XS: return {"IQ2_XS", 256, 74};
-    case GgmlType::kIQ3_XXS: return {"IQ3_XXS", 256, 98};
-    case GgmlType::kIQ1_S: return {"IQ1_S", 256, 50};
-    case GgmlType::kIQ4_NL: return {"IQ4_NL", 32, 18};
-    case GgmlType::kIQ3_S: return {"IQ3_S", 256, 110};
-    case GgmlType::kIQ2_S: return {"IQ2_S", 256, 82};
-    case GgmlType::kIQ4_XS: return {"IQ4_XS", 256, 136};
-    case GgmlType::kIQ1_M: return {"IQ1_M", 256, 56};
-    case GgmlType::kTQ1_0: return {"TQ1_0", 256, 54};
-    case GgmlType::kTQ2_0: return {"TQ2_0", 256, 66};
-  }
-  throw Error(ErrorCode::kFormat, "unknown ggml tensor type " + std::to_string((uint32_t)type));
-}
-
 uint64_t GgufTensorInfo::numel() const {
   uint64_t n = 1;
   for (uint64_t d : dims) n *= d;  // validated against overflow when read
@@ -254,12 +217,9 @@ void GgufFile::Impl::parse() {
       info.dims.push_back(dim);
     }
     const uint32_t type = c.read<uint32_t>(what + " (type)");
-    GgmlTypeInfo ti;
-    try {
-      ti = ggml_type_info((GgmlType)type);
-    } catch (const Error&) {
-      c.fail(what + " has unknown ggml type " + std::to_string(type));
-    }
+    const QuantTraits* found = find_quant_traits(type);
+    if (!found) c.fail(what + " has unknown ggml type " + std::to_string(type));
+    const QuantTraits& ti = *found;
     info.type = (GgmlType)type;
     if (!info.dims.empty() && info.dims[0] % ti.block_size != 0)
       c.fail(what + " of type " + ti.name + " has a first dimension of " +
@@ -414,18 +374,10 @@ std::span<const uint8_t> GgufFile::tensor_bytes(std::string_view name) const {
 
 Tensor GgufFile::tensor(std::string_view name) const {
   const GgufTensorInfo& t = tensor_info(name);
-  DType dtype;
-  bool typed = true;
-  switch (t.type) {
-    case GgmlType::kF32: dtype = DType::kFloat32; break;
-    case GgmlType::kF16: dtype = DType::kFloat16; break;
-    case GgmlType::kBF16: dtype = DType::kBFloat16; break;
-    case GgmlType::kF64: dtype = DType::kFloat64; break;
-    case GgmlType::kI8: dtype = DType::kInt8; break;
-    case GgmlType::kI32: dtype = DType::kInt32; break;
-    case GgmlType::kI64: dtype = DType::kInt64; break;
-    default: dtype = DType::kUInt8; typed = false; break;
-  }
+  // Plain types as their dtype; blocks (and int16, which has no dtype) as raw bytes.
+  const QuantTraits& q = quant_traits(t.type);
+  const DType dtype = q.dtype;
+  const bool typed = q.block_size == 1 && dtype != DType::kUInt8;
   const uint64_t at = impl_->data_offset + t.offset;
   if (!typed) return view_bytes(impl_->bytes, at, Shape{(int64_t)t.nbytes}, DType::kUInt8);
   std::vector<int64_t> dims;

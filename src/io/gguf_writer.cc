@@ -193,7 +193,7 @@ GgufValue gguf_float32s(const std::vector<float>& items) {
 namespace {
 uint64_t checked_bytes(GgmlType type, const std::vector<uint64_t>& dims, const std::string& name) {
   const std::string what = name.empty() ? std::string("a tensor") : "tensor '" + name + "'";
-  const GgmlTypeInfo ti = ggml_type_info(type);
+  const QuantTraits& ti = quant_traits(type);
   uint64_t n = 1;
   for (uint64_t d : dims)
     if (__builtin_mul_overflow(n, d, &n) || n > (uint64_t)INT64_MAX)
@@ -254,7 +254,7 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_
                             std::vector<uint8_t> bytes) {
   const uint64_t want = checked_bytes(type, dims, name);
   if (bytes.size() != want)
-    throw Error(ErrorCode::kValue, "GGUF writer: tensor '" + name + "' of type " + ggml_type_info(type).name +
+    throw Error(ErrorCode::kValue, "GGUF writer: tensor '" + name + "' of type " + quant_traits(type).name +
                                        " needs " + std::to_string(want) + " bytes, got " +
                                        std::to_string(bytes.size()));
   auto held = std::make_shared<std::vector<uint8_t>>(std::move(bytes));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "spore/nlp/model.h"
+#include "spore/quant.h"
 #include "spore/tensor.h"
 
 namespace spore::nlp {
@@ -28,7 +29,8 @@ std::vector<float> rope_inv_freq(const ModelConfig& c, int64_t context, double* 
 // float16/bfloat16 [rows, cols] / GGUF blocks uint8 [rows, row_bytes] for matmul_q(type).
 struct Weight {
   Tensor data;
-  std::string qtype;  // "" for float32, else matmul_q's type name ("f16", "q4_1", ...)
+  // kF32: float32 through matmul; else matmul_q's weight type, resolved once at load.
+  GgmlType qtype = GgmlType::kF32;
   int64_t rows = 0, cols = 0;
   bool defined() const { return data.defined(); }
 };

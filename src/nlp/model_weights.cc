@@ -19,15 +19,14 @@
 namespace spore::nlp {
 
 Tensor linear(const Tensor& x, const Weight& w, bool ggml) {
-  if (w.qtype.empty()) return matmul(x, transpose(w.data, 0, 1));
+  if (w.qtype == GgmlType::kF32) return matmul(x, transpose(w.data, 0, 1));
   return matmul_q(x, w.data, w.qtype, ggml);
 }
 
 Tensor embed_rows(const Weight& table, const std::vector<int32_t>& ids) {
   const int64_t n = static_cast<int64_t>(ids.size());
-  if (table.qtype.empty()) return embedding(Tensor::from_vector(ids, Shape{n}), table.data);
-  const auto qt = parse_quant_type(table.qtype);
-  if (!qt) throw Error(ErrorCode::kInternal, "embedding table of unknown type " + table.qtype);
+  if (table.qtype == GgmlType::kF32) return embedding(Tensor::from_vector(ids, Shape{n}), table.data);
+  const std::optional<GgmlType> qt = table.qtype;
   Tensor out = Tensor::empty(Shape{n, table.cols}, DType::kFloat32, Device::cpu());
   float* o = out.data<float>();
   const size_t row_bytes = quant_row_bytes(*qt, table.cols);
@@ -117,8 +116,8 @@ class SafetensorsStore final : public WeightStore {
     w.cols = cols;
     switch (info->dtype) {
       case DType::kFloat32: break;
-      case DType::kFloat16: w.qtype = "f16"; break;
-      case DType::kBFloat16: w.qtype = "bf16"; break;
+      case DType::kFloat16: w.qtype = GgmlType::kF16; break;
+      case DType::kBFloat16: w.qtype = GgmlType::kBF16; break;
       case DType::kFloat64:
         w.data = cast(shards_[shard].file.load(name), DType::kFloat32);
         memory_.weights_resident += w.data.nbytes();
@@ -175,20 +174,6 @@ class SafetensorsStore final : public WeightStore {
 };
 
 // ---- GGUF ----
-std::optional<QuantType> quant_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::kF16: return QuantType::kF16;
-    case GgmlType::kBF16: return QuantType::kBF16;
-    case GgmlType::kQ8_0: return QuantType::kQ8_0;
-    case GgmlType::kQ4_0: return QuantType::kQ4_0;
-    case GgmlType::kQ4_1: return QuantType::kQ4_1;
-    case GgmlType::kQ4_K: return QuantType::kQ4_K;
-    case GgmlType::kQ5_K: return QuantType::kQ5_K;
-    case GgmlType::kQ6_K: return QuantType::kQ6_K;
-    default: return std::nullopt;
-  }
-}
-
 std::vector<int64_t> row_major(const GgufTensorInfo& info) {
   std::vector<int64_t> s;
   for (auto it = info.dims.rbegin(); it != info.dims.rend(); ++it) s.push_back(static_cast<int64_t>(*it));
@@ -215,18 +200,24 @@ class GgufStore final : public WeightStore {
       memory_.weights_mapped += info.nbytes;
       return w;
     }
-    const auto qt = quant_of(info.type);
-    if (!qt)
-      throw Error(ErrorCode::kUnsupported, source() + ": tensor \"" + name + "\" has type " + ggml_type_info(info.type).name +
-                                               "; the kernels take F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K "
-                                               "(re-quantise with `spore convert`)");
-    w.qtype = quant_format(*qt).name;
-    if (*qt == QuantType::kF16 || *qt == QuantType::kBF16) {
+    const QuantTraits& q = quant_traits(info.type);  // the reader refused unknown ids
+    if (q.activations == QuantActivations::kNone) {
+      // No product for this type (Q8_K, F64, ...): dequantised to float32 once, when it can be.
+      if (!q.dequantize)
+        throw Error(ErrorCode::kUnsupported,
+                    source() + ": tensor \"" + name + "\" has type " + q.name + ", which Spore cannot read yet; the kernels take f32, " +
+                        matmul_q_type_list() + " (re-quantise the model to one of them with llama-quantize or `spore convert`)");
+      w.data = dequantized(name, info, q, rows, cols);
+      memory_.weights_resident += w.data.nbytes();
+      return w;
+    }
+    w.qtype = q.type;
+    if (!q.quantized()) {
       w.data = g_->tensor(name);  // float16/bfloat16 [rows, cols]
     } else {
-      const size_t row_bytes = quant_row_bytes(*qt, cols);
-      if (cols % quant_format(*qt).block_size != 0 || row_bytes * static_cast<size_t>(rows) != info.nbytes)
-        throw Error(ErrorCode::kFormat, source() + ": tensor \"" + name + "\" (" + w.qtype + ") of " +
+      const size_t row_bytes = quant_row_bytes(q.type, cols);
+      if (row_bytes * static_cast<size_t>(rows) != info.nbytes)
+        throw Error(ErrorCode::kFormat, source() + ": tensor \"" + name + "\" (" + q.name + ") of " +
                                             std::to_string(cols) + " columns does not fill whole blocks");
       w.data = reshape(g_->tensor(name), {rows, static_cast<int64_t>(row_bytes)});
     }
@@ -242,16 +233,32 @@ class GgufStore final : public WeightStore {
       memory_.weights_mapped += info.nbytes;
       return g_->tensor(name);
     }
-    if (info.type == GgmlType::kF16 || info.type == GgmlType::kBF16) {
-      Tensor t = cast(g_->tensor(name), DType::kFloat32);
-      memory_.weights_resident += t.nbytes();
-      return t;
-    }
-    throw Error(ErrorCode::kUnsupported, source() + ": tensor \"" + name + "\" has type " + ggml_type_info(info.type).name +
-                                             "; vectors (norms, biases) must be F32, F16 or BF16");
+    const QuantTraits& q = quant_traits(info.type);
+    if (!q.dequantize)
+      throw Error(ErrorCode::kUnsupported, source() + ": tensor \"" + name + "\" has type " + q.name +
+                                               "; vectors (norms, biases) must be float or a type Spore dequantises");
+    Tensor t = reshape(dequantized(name, info, q, 1, size), {size});
+    memory_.weights_resident += t.nbytes();
+    return t;
   }
 
  private:
+  // The tensor as float32 [rows, cols], converted by the type's row of the quantization table.
+  Tensor dequantized(const std::string& name, const GgufTensorInfo& info, const QuantTraits& q, int64_t rows,
+                     int64_t cols) const {
+    if (cols % q.block_size != 0 || quant_row_bytes(q.type, cols) * static_cast<size_t>(rows) != info.nbytes)
+      throw Error(ErrorCode::kFormat, source() + ": tensor \"" + name + "\" (" + q.name + ") of " +
+                                          std::to_string(cols) + " columns does not fill whole blocks");
+    const std::span<const uint8_t> bytes = g_->tensor_bytes(name);
+    const size_t row_bytes = quant_row_bytes(q.type, cols);
+    Tensor out = Tensor::empty(Shape{rows, cols}, DType::kFloat32, Device::cpu());
+    float* o = out.data<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(q.type, bytes.subspan(static_cast<size_t>(r) * row_bytes, row_bytes),
+                     {o + r * cols, static_cast<size_t>(cols)});
+    return out;
+  }
+
   std::shared_ptr<const GgufFile> g_;
   std::set<std::string> names_;
 };

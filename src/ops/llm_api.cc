@@ -1,4 +1,5 @@
 // Public API of the LLM block and quantized-product ops (include/spore/llm.h).
+#include "spore/error.h"
 #include "spore/llm.h"
 #include "spore/op_registry.h"
 
@@ -22,8 +23,16 @@ void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position)
   dispatch(OpId::k_kv_cache_write, in, Attrs::of(position));
 }
 
-Tensor matmul_q(const Tensor& x, const Tensor& w, const std::string& type, bool ggml) {
-  return dispatch1(OpId::k_matmul_q, {x, w}, Attrs::of(type, ggml));
+Tensor matmul_q(const Tensor& x, const Tensor& w, GgmlType type, bool ggml) {
+  return dispatch1(OpId::k_matmul_q, {x, w}, Attrs::of((int64_t)type, ggml));
+}
+
+Tensor matmul_q(const Tensor& x, const Tensor& w, std::string_view type, bool ggml) {
+  const std::optional<GgmlType> t = parse_quant_type(type);
+  if (!t)
+    throw Error(ErrorCode::kValue, "matmul_q: unknown weight type '" + std::string(type) + "' (expected one of " +
+                                       matmul_q_type_list() + ")");
+  return matmul_q(x, w, *t, ggml);
 }
 
 }  // namespace spore

@@ -1,5 +1,7 @@
-// matmul_q: float32 activations times GGUF-quantized weights (NOTE [Quantized kernels] in
-// docs/design.md). The weight stays in its file's block layout; the type is an attribute.
+// matmul_q: float32 activations times GGUF-quantized weights (NOTE [Quantized kernels] and NOTE
+// [Quantization types] in docs/design.md). The weight stays in its file's block layout; its type
+// is an integer attribute, the ggml type id, whose row in the one table (include/spore/quant.h)
+// gives the geometry checked here and the kernel the backend registered for it.
 #include "describe.h"
 #include "op_families.h"
 #include "spore/quant.h"
@@ -10,35 +12,35 @@ namespace {
 
 void infer_matmul_q(const InferArgs& a, Inference& out) {
   const Tensor &x = a.inputs[0], &w = a.inputs[1];
-  const std::string& name = a.attrs.s(0);
-  const std::optional<QuantType> type = parse_quant_type(name);
-  if (!type)
+  const int64_t id = a.attrs.i(0);
+  const QuantTraits* t = id >= 0 && id < kNumGgmlTypes ? find_quant_traits((uint32_t)id) : nullptr;
+  if (!t || t->activations == QuantActivations::kNone)
     op_error(a.def, ErrorCode::kValue,
-             "unknown weight type '" + name + "' (expected q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, f16 or bf16)");
+             "weight type " + (t ? std::string(t->key) : "id " + std::to_string(id)) +
+                 " has no quantized product (expected one of " + matmul_q_type_list() + ")");
+  const std::string name = t->key;
   // float64: the exact dequantised product, the reference of the gradient check (NOTE [LLM gradients]).
   if ((x.dtype() != DType::kFloat32 && x.dtype() != DType::kFloat64) || x.ndim() != 2)
     op_error(a.def, ErrorCode::kDType, "x must be float32 (or float64) [m, k], got " + describe(x));
   if (w.ndim() != 2) op_error(a.def, ErrorCode::kShape, "the weight must be 2-D [n, ...], got " + describe(w));
   const int64_t k = x.shape()[1];
-  if (*type == QuantType::kF16 || *type == QuantType::kBF16) {
-    const DType want = *type == QuantType::kF16 ? DType::kFloat16 : DType::kBFloat16;
-    if (w.dtype() != want)
-      op_error(a.def, ErrorCode::kDType, "a " + name + " weight must be " + dtype_name(want) + ", got " + describe(w));
+  if (!t->quantized()) {
+    if (w.dtype() != t->dtype)
+      op_error(a.def, ErrorCode::kDType, "a " + name + " weight must be " + dtype_name(t->dtype) + ", got " + describe(w));
     if (w.shape()[1] != k)
       op_error(a.def, ErrorCode::kShape, "weight " + describe(w) + " does not take x " + describe(x) + " (k differs)");
   } else {
     if (w.dtype() != DType::kUInt8)
       op_error(a.def, ErrorCode::kDType, "a " + name + " weight holds raw blocks as uint8, got " + describe(w));
-    const QuantFormat& f = quant_format(*type);
-    if (k % f.block_size != 0)
+    if (k % t->block_size != 0)
       op_error(a.def, ErrorCode::kShape,
                "k = " + std::to_string(k) + " is not a multiple of " + name + "'s block of " +
-                   std::to_string(f.block_size) + " values");
-    const int64_t want = k / f.block_size * f.block_bytes;
+                   std::to_string(t->block_size) + " values");
+    const int64_t want = k / t->block_size * t->block_bytes;
     if (w.shape()[1] != want)
       op_error(a.def, ErrorCode::kShape,
                "a " + name + " row of k = " + std::to_string(k) + " values is " + std::to_string(want) +
-                   " bytes (" + std::to_string(k / f.block_size) + " blocks), the weight has " +
+                   " bytes (" + std::to_string(k / t->block_size) + " blocks), the weight has " +
                    std::to_string(w.shape()[1]) + " per row: " + describe(w));
   }
   out.outputs[0] = {Shape{x.shape()[0], w.shape()[0]}, x.dtype()};
@@ -51,12 +53,12 @@ void infer_matmul_q(const InferArgs& a, Inference& out) {
 std::vector<Tensor> matmul_q_backward(const BackwardArgs& b) {
   if (b.needs(1))
     throw Error(ErrorCode::kUnsupported,
-                "matmul_q: no gradient for the " + b.attrs.s(0) + " weight: a quantized base weight is frozen "
+                "matmul_q: no gradient for the " + std::string(quant_traits((GgmlType)b.attrs.i(0)).key) + " weight: a quantized base weight is frozen "
                 "(gradients flow through it to x, not into it); train an adapter beside it (LoRA), or "
                 "dequantize the weight to a float tensor and use matmul to train it");
   if (!b.needs(0)) return {Tensor(), Tensor()};
   const Tensor in[] = {b.grad_outputs[0], b.inputs[1]};
-  return {dispatch(OpId::k_matmul_q_grad, in, Attrs::of(b.attrs.s(0)))[0], Tensor()};
+  return {dispatch(OpId::k_matmul_q_grad, in, Attrs::of(b.attrs.i(0)))[0], Tensor()};
 }
 
 // matmul_q_grad(dy [m, n], w [n, ...]; type) -> dx [m, k] in dy's dtype (float32 or float64):
@@ -65,12 +67,11 @@ void infer_matmul_q_grad(const InferArgs& a, Inference& out) {
   const Tensor &g = a.inputs[0], &w = a.inputs[1];
   if ((g.dtype() != DType::kFloat32 && g.dtype() != DType::kFloat64) || g.ndim() != 2)
     op_error(a.def, ErrorCode::kDType, "dy must be float32 or float64 [m, n], got " + describe(g));
-  const std::optional<QuantType> type = parse_quant_type(a.attrs.s(0));
+  const int64_t id = a.attrs.i(0);
+  const QuantTraits* t = id >= 0 && id < kNumGgmlTypes ? find_quant_traits((uint32_t)id) : nullptr;
   int64_t k = w.ndim() == 2 ? w.shape()[1] : 0;
-  if (type && w.dtype() == DType::kUInt8 && *type != QuantType::kF16 && *type != QuantType::kBF16) {
-    const QuantFormat& f = quant_format(*type);
-    if (k % f.block_bytes == 0) k = k / f.block_bytes * f.block_size;
-  }
+  if (t && t->quantized() && w.dtype() == DType::kUInt8 && k % t->block_bytes == 0)
+    k = k / t->block_bytes * t->block_size;
   // An empty x [0, k] stands for dx: infer_matmul_q then checks the type and the weight's layout.
   const Tensor in[] = {Tensor::empty(Shape{0, k}, g.dtype(), g.device()), w};
   infer_matmul_q(InferArgs{a.def, in, a.attrs}, out);
@@ -82,11 +83,11 @@ void infer_matmul_q_grad(const InferArgs& a, Inference& out) {
 }  // namespace
 
 void define_quant_ops(OpTable& table) {
-  OpDef& mq = define(table, OpId::k_matmul_q, 2, {{"type", AttrKind::kString}, {"ggml", AttrKind::kBool, true}});
+  OpDef& mq = define(table, OpId::k_matmul_q, 2, {{"type", AttrKind::kInt}, {"ggml", AttrKind::kBool, true}});
   mq.infer = infer_matmul_q;
   mq.backward = &matmul_q_backward;  // for x only (NOTE [LLM gradients])
 
-  OpDef& mg = define(table, OpId::k_matmul_q_grad, 2, {{"type", AttrKind::kString}});
+  OpDef& mg = define(table, OpId::k_matmul_q_grad, 2, {{"type", AttrKind::kInt}});
   mg.infer = infer_matmul_q_grad;
   mg.differentiable = false;  // a gradient kernel, as conv2d_grad_input
 }

@@ -127,7 +127,7 @@ Tensor q8_0_sample_weight() {
   std::vector<uint8_t> blocks(3 * 34);
   for (int r = 0; r < 3; ++r) {
     std::vector<float> row(wv.begin() + 32 * r, wv.begin() + 32 * (r + 1));
-    quantize_row(QuantType::kQ8_0, row, std::span<uint8_t>(blocks.data() + 34 * r, 34));
+    quantize_row(GgmlType::kQ8_0, row, std::span<uint8_t>(blocks.data() + 34 * r, 34));
   }
   return Tensor::from_bytes(blocks.data(), Shape{3, 34}, DType::kUInt8, Device::cpu());
 }
@@ -136,7 +136,7 @@ Tensor q8_0_sample_dequantized(const Tensor& w) {
   std::vector<float> deq(3 * 32);
   const std::vector<uint8_t> b = w.to_bytes();
   for (int r = 0; r < 3; ++r)
-    dequantize_row(QuantType::kQ8_0, std::span<const uint8_t>(b.data() + 34 * r, 34),
+    dequantize_row(GgmlType::kQ8_0, std::span<const uint8_t>(b.data() + 34 * r, 34),
                    std::span<float>(deq.data() + 32 * r, 32));
   return cast(Tensor::from_vector(deq, Shape{3, 32}), DType::kFloat64);
 }
@@ -471,7 +471,7 @@ FactoryTable build() {
     OpCase c = with_inputs(t, {{Shape{2, 3}, K::kGeneral}}, [](const std::vector<Tensor>& x, bool ref) {
       if (ref) return matmul(x[0], q8_0_sample_dequantized(x[1]));
       const Tensor in[] = {x[0], x[1]};
-      return dispatch(OpId::k_matmul_q_grad, in, Attrs::of(std::string("q8_0")))[0];
+      return dispatch(OpId::k_matmul_q_grad, in, Attrs::of((int64_t)GgmlType::kQ8_0))[0];
     });
     c.inputs.push_back(q8_0_sample_weight());
     c.ref_inputs.push_back(c.inputs.back());

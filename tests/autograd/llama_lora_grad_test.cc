@@ -55,11 +55,11 @@ struct Proj {
 
 Proj q8_0(const Tensor& w) {
   const int64_t n = w.shape()[0], k = w.shape()[1];
-  const size_t rb = quant_row_bytes(QuantType::kQ8_0, k);
+  const size_t rb = quant_row_bytes(GgmlType::kQ8_0, k);
   const std::vector<float> v = w.contiguous().to_vector<float>();
   std::vector<uint8_t> bytes(n * rb);
   for (int64_t r = 0; r < n; ++r)
-    quantize_row(QuantType::kQ8_0, std::span<const float>(v.data() + r * k, k),
+    quantize_row(GgmlType::kQ8_0, std::span<const float>(v.data() + r * k, k),
                  std::span<uint8_t>(bytes.data() + r * rb, rb));
   return {Tensor::from_bytes(bytes.data(), Shape{n, (int64_t)rb}, DType::kUInt8, Device::cpu()), true};
 }

@@ -210,7 +210,7 @@ TEST(LlmGrad, AttentionGradRejectsMismatchedInputs) {
 struct QWeight {
   Tensor blocks, dequantized;
 };
-QWeight quantized(QuantType type, int64_t n, int64_t k, uint32_t seed) {
+QWeight quantized(GgmlType type, int64_t n, int64_t k, uint32_t seed) {
   const std::vector<double> v = random_values(n * k, f32, -1, 1, seed);
   const size_t rb = quant_row_bytes(type, k);
   std::vector<uint8_t> bytes(n * rb);
@@ -220,16 +220,16 @@ QWeight quantized(QuantType type, int64_t n, int64_t k, uint32_t seed) {
     quantize_row(type, row, std::span<uint8_t>(bytes.data() + r * rb, rb));
     dequantize_row(type, std::span<const uint8_t>(bytes.data() + r * rb, rb), std::span<float>(deq.data() + r * k, k));
   }
-  const bool wide = type == QuantType::kF16 || type == QuantType::kBF16;
+  const bool wide = type == GgmlType::kF16 || type == GgmlType::kBF16;
   const Shape shape = wide ? Shape{n, k} : Shape{n, (int64_t)rb};
-  const DType dt = type == QuantType::kF16 ? DType::kFloat16 : type == QuantType::kBF16 ? DType::kBFloat16 : DType::kUInt8;
+  const DType dt = type == GgmlType::kF16 ? DType::kFloat16 : type == GgmlType::kBF16 ? DType::kBFloat16 : DType::kUInt8;
   return {Tensor::from_bytes(bytes.data(), shape, dt, Device::cpu()),
           cast(Tensor::from_vector(deq, Shape{n, k}), f64)};
 }
 
 TEST(LlmGrad, MatmulQGradientOfTheActivationsIsTheDequantisedTranspose) {
-  for (QuantType type : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kF16}) {
-    const std::string name = quant_format(type).name;
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kF16}) {
+    const std::string name = std::string(quant_traits(type).key);
     SCOPED_TRACE(name);
     const int64_t m = 37, n = 45, k = 256;  // n is not a multiple of the kernel's row tile
     const QWeight w = quantized(type, n, k, 41);
@@ -248,8 +248,8 @@ TEST(LlmGrad, MatmulQGradientOfTheActivationsIsTheDequantisedTranspose) {
 }
 
 TEST(LlmGrad, MatmulQInFloat64IsTheExactDequantisedProductAndMatchesFiniteDifferences) {
-  for (QuantType type : {QuantType::kQ8_0, QuantType::kQ4_0}) {
-    const std::string name = quant_format(type).name;
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    const std::string name = std::string(quant_traits(type).key);
     SCOPED_TRACE(name);
     const QWeight w = quantized(type, 5, 64, 51);
     const Tensor x = rnd({3, 64}, 52);
@@ -262,7 +262,7 @@ TEST(LlmGrad, MatmulQInFloat64IsTheExactDequantisedProductAndMatchesFiniteDiffer
 }
 
 TEST(LlmGrad, MatmulQRefusesAGradientForTheFrozenWeight) {
-  const QWeight w = quantized(QuantType::kF16, 3, 32, 61);  // a float16 weight can be asked for
+  const QWeight w = quantized(GgmlType::kF16, 3, 32, 61);  // a float16 weight can be asked for
   const Tensor x = rnd({2, 32}, 62, f32);
   try {
     value_and_grad([](const std::vector<Tensor>& in) { return sum(matmul_q(in[0], in[1], "f16")); }, {0, 1})(
@@ -276,7 +276,7 @@ TEST(LlmGrad, MatmulQRefusesAGradientForTheFrozenWeight) {
     EXPECT_NE(msg.find("LoRA"), std::string::npos) << msg;
   }
   // The same through a Parameter holding the quantized blocks.
-  const QWeight q = quantized(QuantType::kQ8_0, 3, 32, 63);
+  const QWeight q = quantized(GgmlType::kQ8_0, 3, 32, 63);
   Parameter p(q.blocks, "base");
   EXPECT_EQ(error_code_of([&] {
               value_and_grad([&](const std::vector<Tensor>& in) { return sum(matmul_q(in[0], p.value(), "q8_0")); },
@@ -286,7 +286,7 @@ TEST(LlmGrad, MatmulQRefusesAGradientForTheFrozenWeight) {
 }
 
 TEST(LlmGrad, MatmulQGradRejectsMismatchedShapes) {
-  const QWeight w = quantized(QuantType::kQ8_0, 3, 32, 71);
+  const QWeight w = quantized(GgmlType::kQ8_0, 3, 32, 71);
   auto run = [&](const Tensor& g, const std::string& type) {
     const Tensor in[] = {g, w.blocks};
     dispatch(OpId::k_matmul_q_grad, in, Attrs::of(type));
@@ -301,7 +301,7 @@ TEST(LlmGrad, MatmulQGradRejectsMismatchedShapes) {
 // plan) over rms_norm, a q8_0 projection, rope and attention gives the eager gradients bitwise:
 // attention_grad's three outputs and matmul_q_grad are ordinary graph nodes.
 TEST(LlmGrad, ACompiledStepGivesTheEagerGradients) {
-  const QWeight w = quantized(QuantType::kQ4_0, 64, 32, 81);  // 8 heads of 8: 4 q, 2 k, 2 v
+  const QWeight w = quantized(GgmlType::kQ4_0, 64, 32, 81);  // 8 heads of 8: 4 q, 2 k, 2 v
   const Tensor inv_freq = Tensor::from_vector<float>({1.0f, 0.3f, 0.1f, 0.02f});
   const Tensor pos = positions({0, 1, 2, 3, 4, 5, 6, 7});
   auto loss = [&](const std::vector<Tensor>& in) {

@@ -2,15 +2,20 @@
 // metadata (src/nlp/tokenizer/tokenizer_gguf.cc).
 //
 // Contract checked: any input either parses into tensor infos whose data lie inside the file,
-// aligned, with byte counts matching their shapes and types, or throws spore::Error; a tokenizer
+// aligned, with byte counts matching their shapes and types, or throws spore::Error; every small
+// tensor of a type Spore reads dequantises (any bit pattern is a block: NOTE [Quantization
+// types]) and, for a type with a product, goes through matmul_q without a fault; a tokenizer
 // built from the metadata (or a spore::Error) follows, and encodes a fixed text to in-vocabulary
 // ids.
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "spore/error.h"
 #include "spore/gguf.h"
+#include "spore/llm.h"
+#include "spore/ops.h"
 #include "spore/nlp/tokenizer.h"
 
 namespace {
@@ -27,9 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const GgufTensorInfo& t : g.tensors()) {
       require(t.offset % g.alignment() == 0);
       require(g.data_offset() + t.offset + t.nbytes <= size);
-      const GgmlTypeInfo ti = ggml_type_info(t.type);
+      const QuantTraits& ti = quant_traits(t.type);
       require(t.numel() / ti.block_size * ti.block_bytes == t.nbytes);
       require(g.tensor_bytes(t.name).size() == t.nbytes);
+      if (!ti.dequantize || t.dims.empty() || t.numel() > 4096) continue;
+      const int64_t k = (int64_t)t.dims[0], rows = (int64_t)(t.numel() / t.dims[0]);
+      const size_t rb = quant_row_bytes(t.type, k);
+      std::vector<float> row((size_t)k);
+      for (int64_t r = 0; r < rows; ++r) dequantize_row(t.type, g.tensor_bytes(t.name).subspan((size_t)r * rb, rb), row);
+      if (ti.activations == QuantActivations::kQ8Groups && k > 0) {
+        const Tensor w = reshape(g.tensor(t.name), {rows, (int64_t)rb});
+        const Tensor y = matmul_q(full({2, k}, 0.5), w, t.type);
+        require(y.shape() == Shape({2, rows}));
+      }
     }
     try {
       const nlp::Tokenizer tok = nlp::Tokenizer::from_gguf(g);

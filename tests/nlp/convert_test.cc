@@ -165,7 +165,7 @@ void expect_same_as_llama_cpp(const std::string& arch, const std::string& type) 
       ADD_FAILURE() << "extra tensor " << t.name;
       continue;
     }
-    EXPECT_EQ(ggml_type_info(t.type).name, it->second["type"].get<std::string>()) << t.name;
+    EXPECT_EQ(quant_traits(t.type).name, it->second["type"].get<std::string>()) << t.name;
     EXPECT_EQ(t.dims, it->second["dims"].get<std::vector<uint64_t>>()) << t.name;
     if (!it->second.contains("max_error")) {
       EXPECT_EQ(sha256_bytes(g.tensor_bytes(t.name)), it->second["sha256"].get<std::string>()) << t.name;
@@ -177,7 +177,7 @@ void expect_same_as_llama_cpp(const std::string& arch, const std::string& type) 
     // match llama.cpp's) may exceed llama.cpp's by 1% at most.
     const std::vector<float> exact = f32.tensor(t.name).to_vector<float>();
     std::vector<float> deq(exact.size());
-    const auto q = *parse_quant_type(lower(ggml_type_info(t.type).name));
+    const auto q = *parse_quant_type(lower(quant_traits(t.type).name));
     const size_t cols = t.dims[0], row_bytes = quant_row_bytes(q, (int64_t)cols);
     for (size_t r = 0; r < exact.size() / cols; ++r)
       dequantize_row(q, g.tensor_bytes(t.name).subspan(r * row_bytes, row_bytes),
@@ -211,7 +211,7 @@ void expect_within_bound(const std::string& arch, const std::string& type) {
   o.type = type;
   const nlp::ConvertReport report = nlp::convert_hf_to_gguf(m.dir(), m.out(type), o);
   const GgufFile g(m.out(type));
-  const QuantType want = *parse_quant_type(type);
+  const GgmlType want = *parse_quant_type(type);
   int quantized = 0, fell_back = 0, matmul_checked = 0;
   for (const nlp::ConvertedTensor& t : report.tensors) {
     if (t.source.rfind("(", 0) == 0) continue;  // generated (rope_freqs)
@@ -224,10 +224,10 @@ void expect_within_bound(const std::string& arch, const std::string& type) {
       if (arch == "llama") continue;  // permuted rows: compared in the llama.cpp tests
     }
     const int64_t rows = s.shape[0], cols = s.shape[1];
-    const int block = quant_format(want).block_size;
+    const int block = quant_traits(want).block_size;
     if (cols % block != 0) {
       EXPECT_FALSE(t.fallback.empty()) << t.name;
-      EXPECT_EQ(t.type, want == QuantType::kQ4_K && cols % 32 == 0 ? GgmlType::kQ8_0 : GgmlType::kF16) << t.name;
+      EXPECT_EQ(t.type, want == GgmlType::kQ4_K && cols % 32 == 0 ? GgmlType::kQ5_0 : GgmlType::kF16) << t.name;
       ++fell_back;
       continue;
     }
@@ -250,8 +250,8 @@ void expect_within_bound(const std::string& arch, const std::string& type) {
         const double step = (hi - lo) / 15.0;
         // q4_0 maps the largest magnitude to -8, so the other end may clamp a whole step (of
         // max|x| / 8); q4_1 rounds to half a step; q4_k's 6-bit scales round up.
-        const double bound = want == QuantType::kQ4_0   ? std::max(-lo, hi) / 8.0 + 1e-3
-                             : want == QuantType::kQ4_K ? 1.25 * step + 1e-3
+        const double bound = want == GgmlType::kQ4_0   ? std::max(-lo, hi) / 8.0 + 1e-3
+                             : want == GgmlType::kQ4_K ? 1.25 * step + 1e-3
                                                         : 0.5 * step + 2e-3;
         for (int j = 0; j < block; ++j) {
           const double err = std::fabs(deq[(size_t)(b + j)] - s.values[(size_t)(r * cols + b + j)]);
@@ -283,7 +283,7 @@ void expect_within_bound(const std::string& arch, const std::string& type) {
       }
     }
   }
-  if (arch == "llama" && want == QuantType::kQ4_K) EXPECT_GT(fell_back, 0);  // 64- and 160-value rows
+  if (arch == "llama" && want == GgmlType::kQ4_K) EXPECT_GT(fell_back, 0);  // 64- and 160-value rows
   else EXPECT_GT(quantized, 0);
 }
 
@@ -298,7 +298,7 @@ TEST(Convert, LlamaQ4_KFallsBackWhereRowsDoNotFill) { expect_within_bound("llama
 TEST(Convert, QuantisersAreAsAccurateAsLlamaCpps) {
   for (const auto& [name, ref] : reference()["quantizers"].items()) {
     SCOPED_TRACE(name);
-    const QuantType q = *parse_quant_type(name);
+    const GgmlType q = *parse_quant_type(name);
     const int64_t rows = ref["rows"], cols = ref["cols"];
     const std::vector<float> x = weight_values(ref["index"].get<uint64_t>(), rows * cols, ref["bits"].get<int>());
     std::vector<uint8_t> bytes(quant_row_bytes(q, cols));
@@ -320,6 +320,41 @@ TEST(Convert, QuantisersAreAsAccurateAsLlamaCpps) {
   }
 }
 
+// --type q4_k_m: llama.cpp's mix (the tied embedding is the head: Q6_K; Q4_K elsewhere; rows of
+// 128 fall back to Q5_0), each matrix's type as convert_matrix_type says (held to llama-quantize's
+// own choices in tests/nlp/quant_files_test.cc), and every matrix close to its source values.
+TEST(Convert, Qwen3Q4_K_MWritesLlamaCppsMix) {
+  HfModel m("qwen3");
+  nlp::ConvertOptions o;
+  o.type = "q4_k_m";
+  const nlp::ConvertReport report = nlp::convert_hf_to_gguf(m.dir(), m.out("q4_k_m"), o);
+  const GgufFile g(m.out("q4_k_m"));
+  EXPECT_EQ(g.get_int("general.file_type"), 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  const int64_t layers = g.get_int("qwen3.block_count");
+  std::set<std::string> seen;
+  for (const nlp::ConvertedTensor& t : report.tensors) {
+    if (t.dims.size() != 2 || t.name.find("_norm") != std::string::npos) continue;
+    EXPECT_EQ(t.type, nlp::convert_matrix_type("q4_k_m", t.name, t.dims[0], layers, true)) << t.name;
+    seen.insert(quant_traits(t.type).name);
+    const Source& s = m.source(t.source);
+    const size_t cols = t.dims[0], rows = t.dims[1], rb = quant_row_bytes(t.type, (int64_t)cols);
+    std::vector<float> deq(cols);
+    double err = 0, ref = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      dequantize_row(t.type, g.tensor_bytes(t.name).subspan(r * rb, rb), deq);
+      for (size_t c = 0; c < cols; ++c) {
+        const double v = s.values[r * cols + c];
+        err += (deq[c] - v) * (deq[c] - v);
+        ref += v * v;
+      }
+    }
+    EXPECT_LT(std::sqrt(err / ref), 0.1) << t.name << " (" << quant_traits(t.type).name << ")";
+  }
+  EXPECT_TRUE(seen.count("Q6_K")) << "the tied embedding / head";
+  EXPECT_TRUE(seen.count("Q4_K"));
+  EXPECT_TRUE(seen.count("Q5_0")) << "128-wide rows fall back as llama.cpp's";
+}
+
 // llama.cpp's dequantisers (gguf-py, run by tools/make_convert_fixtures.py on this converter's
 // output) read Spore's 4-bit blocks to the same float32 values as Spore's dequantize_row.
 TEST(Convert, LlamaCppReadsSporesFourBitBlocksAsSporeDoes) {
@@ -335,7 +370,7 @@ TEST(Convert, LlamaCppReadsSporesFourBitBlocksAsSporeDoes) {
       const auto bytes = g.tensor_bytes(name);
       ASSERT_EQ(sha256_bytes(bytes), want["bytes_sha256"].get<std::string>())
           << name << ": Spore's quantiser now writes other bytes; rerun tools/make_convert_fixtures.py";
-      const QuantType q = *parse_quant_type(lower(ggml_type_info(t.type).name));
+      const GgmlType q = *parse_quant_type(lower(quant_traits(t.type).name));
       const size_t cols = t.dims[0], rows = t.dims[1], row_bytes = quant_row_bytes(q, (int64_t)cols);
       std::vector<float> deq(rows * cols);
       for (size_t r = 0; r < rows; ++r)
@@ -365,7 +400,7 @@ TEST(Convert, TheTokenizerInTheGgufEncodesLikeTokenizerJson) {
 TEST(Convert, NamesWhatIsWrong) {
   HfModel m("qwen2");
   const fs::path out = m.dir() / "x.gguf";
-  expect_error([&] { nlp::convert_hf_to_gguf(m.dir(), out, {.type = "q5_0", .name = "", .progress = {}}); }, ErrorCode::kValue, "q5_0", "q4_k");
+  expect_error([&] { nlp::convert_hf_to_gguf(m.dir(), out, {.type = "q3_k", .name = "", .progress = {}}); }, ErrorCode::kValue, "q3_k", "q4_k_m");
   expect_error([&] { nlp::convert_hf_to_gguf(m.dir() / "nope", out); }, ErrorCode::kIO, "config.json");
   // An index naming a tensor its shard lacks.
   {

@@ -36,8 +36,8 @@ Q8Block q8_block(const double* x) {
   return b;
 }
 
-void check_blocks(QuantType t, int64_t m, int64_t n, int64_t k) {
-  SCOPED_TRACE(std::string(quant_format(t).name) + " m " + std::to_string(m));
+void check_blocks(GgmlType t, int64_t m, int64_t n, int64_t k) {
+  SCOPED_TRACE(std::string(quant_traits(t).key) + " m " + std::to_string(m));
   const size_t rb = quant_row_bytes(t, k);
   const auto wv = random_values(n * k, DType::kFloat32, -1, 1, 71);
   const std::vector<float> wf(wv.begin(), wv.end());
@@ -46,7 +46,7 @@ void check_blocks(QuantType t, int64_t m, int64_t n, int64_t k) {
     quantize_row(t, std::span<const float>(wf.data() + r * k, (size_t)k), std::span<uint8_t>(wb.data() + r * rb, rb));
   const auto xv = random_values(m * k, DType::kFloat32, -2, 2, 72);
   const Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)rb}, DType::kUInt8, Device::cpu());
-  const std::vector<double> got = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, quant_format(t).name, true)
+  const std::vector<double> got = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, quant_traits(t).key, true)
                                       .to_vector<double>();
   std::vector<float> row((size_t)k);
   for (int64_t i = 0; i < n; ++i) {
@@ -57,7 +57,7 @@ void check_blocks(QuantType t, int64_t m, int64_t n, int64_t k) {
         const Q8Block a = q8_block(xv.data() + r * k + b * 32);
         // q4_1: value = d * u + min; the min meets the activations through s16 only.
         double mn = 0;
-        if (t == QuantType::kQ4_1) mn = half_bits_to_float((uint16_t)(wb[i * rb + b * 20 + 2] | wb[i * rb + b * 20 + 3] << 8));
+        if (t == GgmlType::kQ4_1) mn = half_bits_to_float((uint16_t)(wb[i * rb + b * 20 + 2] | wb[i * rb + b * 20 + 3] << 8));
         for (int j = 0; j < 32; ++j) {
           const double term = ((double)row[b * 32 + j] - mn) * a.d16 * a.q[j];
           want += term;
@@ -73,7 +73,7 @@ void check_blocks(QuantType t, int64_t m, int64_t n, int64_t k) {
 
 TEST(GgmlNumerics, MatmulQQuantisesActivationsAsGgml) {
   at_every_level([] {
-    for (QuantType t : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1})
+    for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1})
       for (int64_t m : {1, 5}) check_blocks(t, m, 19, 128);
   });
 }

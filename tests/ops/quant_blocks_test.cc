@@ -17,35 +17,35 @@ void put_half(uint8_t* p, float v) {
   std::memcpy(p, &b, 2);
 }
 
-std::vector<float> dequant(QuantType t, const std::vector<uint8_t>& bytes, int64_t k) {
+std::vector<float> dequant(GgmlType t, const std::vector<uint8_t>& bytes, int64_t k) {
   std::vector<float> out((size_t)k);
   dequantize_row(t, bytes, out);
   return out;
 }
 
 TEST(QuantBlocks, SizesFollowTheGgufLayouts) {
-  EXPECT_EQ(quant_row_bytes(QuantType::kQ8_0, 64), 68u);
-  EXPECT_EQ(quant_row_bytes(QuantType::kQ4_0, 64), 36u);
-  EXPECT_EQ(quant_row_bytes(QuantType::kQ4_1, 64), 40u);
-  EXPECT_EQ(quant_row_bytes(QuantType::kQ4_K, 512), 288u);
-  EXPECT_EQ(quant_row_bytes(QuantType::kQ5_K, 256), 176u);
-  EXPECT_EQ(quant_row_bytes(QuantType::kQ6_K, 256), 210u);
-  EXPECT_EQ(quant_row_bytes(QuantType::kF16, 3), 6u);
-  EXPECT_EQ(parse_quant_type("q4_k"), QuantType::kQ4_K);
-  EXPECT_FALSE(parse_quant_type("q3_k").has_value());
+  EXPECT_EQ(quant_row_bytes(GgmlType::kQ8_0, 64), 68u);
+  EXPECT_EQ(quant_row_bytes(GgmlType::kQ4_0, 64), 36u);
+  EXPECT_EQ(quant_row_bytes(GgmlType::kQ4_1, 64), 40u);
+  EXPECT_EQ(quant_row_bytes(GgmlType::kQ4_K, 512), 288u);
+  EXPECT_EQ(quant_row_bytes(GgmlType::kQ5_K, 256), 176u);
+  EXPECT_EQ(quant_row_bytes(GgmlType::kQ6_K, 256), 210u);
+  EXPECT_EQ(quant_row_bytes(GgmlType::kF16, 3), 6u);
+  EXPECT_EQ(parse_quant_type("q4_k"), GgmlType::kQ4_K);
+  EXPECT_FALSE(parse_quant_type("q9_9").has_value());
 }
 
 TEST(QuantBlocks, HandAssembledQ8Q4Q41Blocks) {
   std::vector<uint8_t> q8(34);
   put_half(q8.data(), 0.5f);
   for (int j = 0; j < 32; ++j) q8[2 + j] = (uint8_t)(int8_t)(j - 16);
-  auto y = dequant(QuantType::kQ8_0, q8, 32);
+  auto y = dequant(GgmlType::kQ8_0, q8, 32);
   for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], 0.5f * (float)(j - 16)) << j;
 
   std::vector<uint8_t> q4(18);
   put_half(q4.data(), 2.0f);
   for (int j = 0; j < 16; ++j) q4[2 + j] = (uint8_t)((j & 0xF) | ((15 - j) << 4));
-  y = dequant(QuantType::kQ4_0, q4, 32);
+  y = dequant(GgmlType::kQ4_0, q4, 32);
   for (int j = 0; j < 16; ++j) {
     EXPECT_EQ(y[j], 2.0f * (float)(j - 8)) << j;             // low nibble: first half
     EXPECT_EQ(y[j + 16], 2.0f * (float)(15 - j - 8)) << j;   // high nibble: second half
@@ -55,7 +55,7 @@ TEST(QuantBlocks, HandAssembledQ8Q4Q41Blocks) {
   put_half(q41.data(), 0.25f);
   put_half(q41.data() + 2, -1.0f);
   for (int j = 0; j < 16; ++j) q41[4 + j] = (uint8_t)(3 | (12 << 4));
-  y = dequant(QuantType::kQ4_1, q41, 32);
+  y = dequant(GgmlType::kQ4_1, q41, 32);
   EXPECT_EQ(y[0], 0.25f * 3 - 1);
   EXPECT_EQ(y[31], 0.25f * 12 - 1);
 }
@@ -84,7 +84,7 @@ std::vector<uint8_t> kquant_block(bool five) {
 TEST(QuantBlocks, HandAssembledKQuantBlocks) {
   for (bool five : {false, true}) {
     SCOPED_TRACE(five ? "q5_k" : "q4_k");
-    const auto y = dequant(five ? QuantType::kQ5_K : QuantType::kQ4_K, kquant_block(five), 256);
+    const auto y = dequant(five ? GgmlType::kQ5_K : GgmlType::kQ4_K, kquant_block(five), 256);
     for (int j = 0; j < 8; ++j)
       for (int l = 0; l < 32; ++l) {
         const int i = 32 * (j / 2) + l;  // the byte holding this value
@@ -102,7 +102,7 @@ TEST(QuantBlocks, HandAssembledQ6K) {
   for (int i = 0; i < 64; ++i) b[128 + i] = (uint8_t)(i * 101 + 7);  // qh
   for (int i = 0; i < 16; ++i) b[192 + i] = (uint8_t)(int8_t)(i - 8);  // scales
   put_half(b.data() + 208, 0.5f);
-  const auto y = dequant(QuantType::kQ6_K, b, 256);
+  const auto y = dequant(GgmlType::kQ6_K, b, 256);
   // Element e: half n = e / 128, r = e % 128, quarter g = r / 32, l = r % 32. Low 4 bits from
   // ql[64n + l + 32 (g odd)], high nibble when g >= 2; 2 high bits from qh[32n + l] at bit 2g;
   // scale index 8n + l / 16 + 2g.
@@ -119,8 +119,8 @@ TEST(QuantBlocks, HandAssembledQ6K) {
 TEST(QuantBlocks, QuantizeRoundTripsWithinTheFormatsStep) {
   const auto xv = random_values(512, DType::kFloat32, -3, 2, 41);
   const std::vector<float> x(xv.begin(), xv.end());
-  for (QuantType t : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1, QuantType::kQ4_K}) {
-    const QuantFormat& f = quant_format(t);
+  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    const QuantTraits& f = quant_traits(t);
     SCOPED_TRACE(f.name);
     std::vector<uint8_t> bytes(quant_row_bytes(t, 512));
     quantize_row(t, x, bytes);
@@ -132,10 +132,13 @@ TEST(QuantBlocks, QuantizeRoundTripsWithinTheFormatsStep) {
       float lo = 0, hi = 0;
       for (int l = 0; l < group; ++l) lo = std::min(lo, x[g * group + l]), hi = std::max(hi, x[g * group + l]);
       double step = (double)(hi - lo) / levels;
-      if (t == QuantType::kQ8_0) step = std::max(-lo, hi) / 127.0;       // symmetric, 127 steps a side
-      if (t == QuantType::kQ4_0) step = 2 * std::max(-lo, hi) / 8.0;  // -8..7: +amax can round a full step
+      if (t == GgmlType::kQ8_0) step = std::max(-lo, hi) / 127.0;       // symmetric, 127 steps a side
+      if (t == GgmlType::kQ4_0) step = 2 * std::max(-lo, hi) / 8.0;  // -8..7: +amax can round a full step
+      if (t == GgmlType::kQ5_0) step = 2 * std::max(-lo, hi) / 16.0;  // -16..15: likewise
+      if (t == GgmlType::kQ6_K) step = 2 * std::max(-lo, hi) / 32.0;  // -32..31 per 16 values
       double bound = 0.5 * step * 1.01 + 1e-6;
-      if (t == QuantType::kQ4_K) bound += 3.0 / 63 / 2 + step * 0.5;  // min step (range 3 / 63 levels) and scale rounding up
+      if (t == GgmlType::kQ4_K) bound += 3.0 / 63 / 2 + step * 0.5;  // min step (range 3 / 63 levels) and scale rounding up
+      if (t == GgmlType::kQ6_K) bound += 3.0 / 256 * 1.01;  // int8 sub-block scales: 32 levels of half a step of max / 128
       for (int l = 0; l < group; ++l)
         ASSERT_LE(std::fabs(y[g * group + l] - x[g * group + l]), bound) << "group " << g << " value " << l;
     }
@@ -145,13 +148,13 @@ TEST(QuantBlocks, QuantizeRoundTripsWithinTheFormatsStep) {
 TEST(QuantBlocks, WrongSizesAndReadOnlyTypesAreTypedErrors) {
   std::vector<float> out(64);
   std::vector<uint8_t> bytes(67);
-  EXPECT_EQ(error_code_of([&] { dequantize_row(QuantType::kQ8_0, bytes, out); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { dequantize_row(GgmlType::kQ8_0, bytes, out); }), ErrorCode::kShape);
   std::vector<float> odd(100);
-  EXPECT_EQ(error_code_of([&] { quant_row_bytes(QuantType::kQ4_0, 100); }), ErrorCode::kShape);
-  EXPECT_EQ(error_code_of([&] { dequantize_row(QuantType::kQ4_0, bytes, odd); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { quant_row_bytes(GgmlType::kQ4_0, 100); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { dequantize_row(GgmlType::kQ4_0, bytes, odd); }), ErrorCode::kShape);
   std::vector<float> x(256);
-  std::vector<uint8_t> q6(210);
-  EXPECT_EQ(error_code_of([&] { quantize_row(QuantType::kQ6_K, x, q6); }), ErrorCode::kUnsupported);
+  std::vector<uint8_t> q5(176);
+  EXPECT_EQ(error_code_of([&] { quantize_row(GgmlType::kQ5_K, x, q5); }), ErrorCode::kUnsupported);
 }
 
 }  // namespace

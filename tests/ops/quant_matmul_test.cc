@@ -15,36 +15,56 @@ namespace spore::test {
 namespace {
 
 
+// Where a read-only type's block keeps its float16 scale (and second scale / min), so that
+// random bytes get sane ones; -1: none.
+struct ScaleAt {
+  int d, m;
+};
+ScaleAt scale_at(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ5_0: case GgmlType::kIQ4_NL: case GgmlType::kIQ4_XS: case GgmlType::kIQ2_XXS:
+    case GgmlType::kIQ2_XS: case GgmlType::kIQ2_S: case GgmlType::kIQ3_XXS: case GgmlType::kIQ3_S:
+    case GgmlType::kIQ1_S: return {0, -1};
+    case GgmlType::kQ5_1: case GgmlType::kQ5_K: return {0, 2};
+    case GgmlType::kQ6_K: return {208, -1};
+    case GgmlType::kQ2_K: return {80, 82};
+    case GgmlType::kQ3_K: return {108, -1};
+    case GgmlType::kTQ1_0: return {52, -1};
+    case GgmlType::kTQ2_0: return {64, -1};
+    default: return {-1, -1};
+  }
+}
+
 // n rows of k weights in type t: quantised from random floats where Spore writes the type,
-// otherwise random bytes with sane float16 scales (q5_k, q6_k are read-only here).
-std::vector<uint8_t> make_weights(QuantType t, int64_t n, int64_t k, uint32_t seed) {
+// otherwise random bytes (every bit pattern is a valid block) with sane scales.
+std::vector<uint8_t> make_weights(GgmlType t, int64_t n, int64_t k, uint32_t seed) {
   const size_t rb = quant_row_bytes(t, k);
   std::vector<uint8_t> w(rb * (size_t)n);
   std::mt19937 gen(seed);
-  if (t == QuantType::kQ5_K || t == QuantType::kQ6_K) {
+  const QuantTraits& f = quant_traits(t);
+  if (!f.quantize) {
     for (auto& b : w) b = (uint8_t)gen();
-    const QuantFormat& f = quant_format(t);
+    const ScaleAt at = scale_at(t);
     for (size_t blk = 0; blk < w.size() / f.block_bytes; ++blk) {
       uint8_t* b = w.data() + blk * f.block_bytes;
       const uint16_t d = float_to_half_bits(0.01f + 0.001f * (float)(blk % 7));
-      const uint16_t dmin = float_to_half_bits(0.004f);
-      if (t == QuantType::kQ5_K) {
-        std::memcpy(b, &d, 2);
-        std::memcpy(b + 2, &dmin, 2);
-      } else {
-        std::memcpy(b + 208, &d, 2);
-      }
+      const uint16_t m = float_to_half_bits(0.004f * ((float)(blk % 5) - 2));
+      if (t == GgmlType::kMXFP4) b[0] = (uint8_t)(118 + blk % 6);  // 2^-10 .. 2^-5
+      if (t == GgmlType::kIQ1_M)  // d's four nibbles sit in the top of the four scale words
+        for (int w = 0; w < 4; ++w) b[49 + 2 * w] = (uint8_t)((b[49 + 2 * w] & 0x0F) | (((d >> (4 * w)) & 0xF) << 4));
+      if (at.d >= 0) std::memcpy(b + at.d, &d, 2);
+      if (at.m >= 0) std::memcpy(b + at.m, &m, 2);
     }
     return w;
   }
   const auto v = random_values(n * k, DType::kFloat32, -1, 1, seed);
-  const std::vector<float> f(v.begin(), v.end());
+  const std::vector<float> fv(v.begin(), v.end());
   for (int64_t r = 0; r < n; ++r)
-    quantize_row(t, std::span<const float>(f.data() + r * k, (size_t)k), std::span<uint8_t>(w.data() + r * rb, rb));
+    quantize_row(t, std::span<const float>(fv.data() + r * k, (size_t)k), std::span<uint8_t>(w.data() + r * rb, rb));
   return w;
 }
 
-std::vector<double> dequantised(QuantType t, const std::vector<uint8_t>& w, int64_t n, int64_t k) {
+std::vector<double> dequantised(GgmlType t, const std::vector<uint8_t>& w, int64_t n, int64_t k) {
   const size_t rb = quant_row_bytes(t, k);
   std::vector<float> row((size_t)k);
   std::vector<double> out;
@@ -67,15 +87,15 @@ std::vector<double> q8_rounded(const std::vector<double>& x) {
   return out;
 }
 
-void check_type(QuantType t, int64_t m, int64_t n, int64_t k) {
-  SCOPED_TRACE(std::string(quant_format(t).name) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
+void check_type(GgmlType t, int64_t m, int64_t n, int64_t k) {
+  SCOPED_TRACE(std::string(quant_traits(t).key) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
                std::to_string(k));
   const std::vector<uint8_t> wb = make_weights(t, n, k, 51 + (uint32_t)m);
   const std::vector<double> wd = dequantised(t, wb, n, k);
   const std::vector<double> xv = random_values(m * k, DType::kFloat32, -2, 2, 52);
   const std::vector<double> xq = q8_rounded(xv);
   const Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)quant_row_bytes(t, k)}, DType::kUInt8, Device::cpu());
-  const Tensor y = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, quant_format(t).name);
+  const Tensor y = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, t);
   ASSERT_EQ(y.shape(), (Shape{m, n}));
   const std::vector<double> got = y.to_vector<double>();
   for (int64_t r = 0; r < m; ++r)
@@ -102,10 +122,19 @@ void check_type(QuantType t, int64_t m, int64_t n, int64_t k) {
 
 TEST(MatmulQ, EveryBlockTypeMatchesDequantisedFloat64) {
   at_every_level([] {
-    for (QuantType t : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1})
-      for (int64_t m : {1, 3, 9}) check_type(t, m, 37, 96);
-    for (QuantType t : {QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K})
-      for (int64_t m : {1, 6}) check_type(t, m, 21, 512);
+    // Every row of the quantization table with a product (NOTE [Quantization types]): a type
+    // added to the table without a kernel fails here.
+    int types = 0;
+    for (const QuantTraits& q : all_quant_types()) {
+      if (q.activations != QuantActivations::kQ8Groups) continue;
+      ++types;
+      if (q.block_size == 32)
+        for (int64_t m : {1, 3, 9}) check_type(q.type, m, 37, 96);
+      else
+        for (int64_t m : {1, 6}) check_type(q.type, m, 21, 512);
+    }
+    // q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 q2_k..q6_k iq4_xs tq1_0 tq2_0, and the 7 grid types
+    EXPECT_EQ(types, 22);
   });
 }
 
@@ -131,7 +160,9 @@ TEST(MatmulQ, HostileInputsAreTypedErrors) {
   const Tensor x = zeros({2, 64});
   const Tensor w = zeros({3, 68}, DType::kUInt8);  // 2 q8_0 blocks per row
   EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q8_0"); }), ErrorCode::kInternal) << "a valid call";
-  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q3_k"); }), ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q9_9"); }), ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, GgmlType::kQ8_K); }), ErrorCode::kValue);  // no product: dequantised
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, w, (GgmlType)77); }), ErrorCode::kValue);
   EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({3, 67}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // bytes per row
   EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 60}), zeros({3, 60}, DType::kUInt8), "q8_0"); }), ErrorCode::kShape);  // k % 32
   EXPECT_EQ(error_code_of([&] { matmul_q(x, w, "q4_k"); }), ErrorCode::kShape);  // k = 64 < one super-block

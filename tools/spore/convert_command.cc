@@ -22,7 +22,7 @@ void add_convert_command(CLI::App& app, Handlers& h) {
   auto quiet = std::make_shared<bool>(false);
   cmd->add_option("HF_DIR", *dir, "Directory with config.json, *.safetensors and tokenizer.json")->required();
   cmd->add_option("OUT", *out, "The GGUF file to write (atomically)")->required();
-  cmd->add_option("--type", opts->type, "Weight type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k")
+  cmd->add_option("--type", opts->type, "Weight type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k, or q4_k_m (llama.cpp's mix: q6_k output, attn_v and ffn_down in some layers)")
       ->capture_default_str();
   cmd->add_option("--name", opts->name, "general.name (default: the directory's name)");
   cmd->add_flag("--quiet", *quiet, "No progress lines");
@@ -39,7 +39,7 @@ void add_convert_command(CLI::App& app, Handlers& h) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::map<std::string, int> by_type;
       for (const auto& t : r.tensors) {
-        ++by_type[ggml_type_info(t.type).name];
+        ++by_type[quant_traits(t.type).name];
         if (!t.fallback.empty()) std::fprintf(stderr, "note: %s: %s\n", t.name.c_str(), t.fallback.c_str());
       }
       std::string types;

@@ -17,7 +17,8 @@
 namespace spore::nlp {
 
 struct ConvertOptions {
-  std::string type = "f16";  // f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q4_k
+  // f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q4_k | q6_k | q4_k_m (llama.cpp's mix)
+  std::string type = "f16";
   std::string name;          // general.name; the directory's name when empty
   // Called once per tensor as it is written (for progress lines); may be empty.
   std::function<void(size_t done, size_t total, const std::string& tensor)> progress;
@@ -43,5 +44,12 @@ struct ConvertReport {
 // atomically. kFormat / kUnsupported / kValue name the file, the field or the tensor and the fix.
 ConvertReport convert_hf_to_gguf(const std::filesystem::path& hf_dir, const std::filesystem::path& out,
                                  const ConvertOptions& options = {});
+
+// The type `--type type` gives the matrix `name` (its GGUF name) whose rows hold `cols` values, in
+// a model of `layers` layers (tied: the embedding is also the head): the requested type, or
+// q4_k_m's choice, then llama.cpp's per-tensor fallback when the rows do not fill its blocks
+// (`why` says so). kValue for an unknown type.
+GgmlType convert_matrix_type(const std::string& type, const std::string& name, uint64_t cols, int64_t layers,
+                             bool tied, std::string* why = nullptr);
 
 }  // namespace spore::nlp

@@ -5,6 +5,7 @@
 #include "cpu_features.h"
 #include "cpu_kernels.h"
 #include "llm_level_kernels.h"
+#include "spore/error.h"
 
 namespace spore::cpu {
 
@@ -32,7 +33,15 @@ const LlmKernelTable& level_table() {
 
 template <int Slot, int Dt>
 void at_current_level(const KernelCall& call) {
-  level_table().fn[Slot][Dt](call);
+  if constexpr (Slot == kSlotMatmulQ) {
+    // The type id was checked by inference against the table's rows with a product; every level
+    // fills all of them (tests/ops/quant_matmul_test.cc runs each type at each level).
+    const KernelFn fn = level_table().matmul_q[call.attrs.i(0)];
+    if (!fn) throw Error(ErrorCode::kInternal, "matmul_q: no CPU kernel for weight type " + std::to_string(call.attrs.i(0)));
+    fn(call);
+  } else {
+    level_table().fn[Slot][Dt](call);
+  }
 }
 
 constexpr OpId kSlotOp[kNumLlmSlots] = {OpId::k_rms_norm, OpId::k_rope, OpId::k_attention, OpId::k_kv_cache_write,
@@ -41,7 +50,7 @@ constexpr OpId kSlotOp[kNumLlmSlots] = {OpId::k_rms_norm, OpId::k_rope, OpId::k_
 template <int Slot, int... Dt>
 void register_slot(std::integer_sequence<int, Dt...>) {
   const LlmKernelTable& generic = level_table();  // every level fills the same slots
-  ((generic.fn[Slot][Dt] ? register_kernel(kSlotOp[Slot], kCpuBackend, (DType)Dt, &at_current_level<Slot, Dt>)
+  ((generic.fn[Slot][Dt] || (Slot == kSlotMatmulQ && Dt == (int)DType::kFloat32) ? register_kernel(kSlotOp[Slot], kCpuBackend, (DType)Dt, &at_current_level<Slot, Dt>)
                          : void()),
    ...);
 }

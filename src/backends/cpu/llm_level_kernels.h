@@ -3,13 +3,17 @@
 // in a running process as it does the elementwise loops (tests compare every level in one run).
 #pragma once
 #include "spore/op_registry.h"
+#include "spore/quant.h"
 
 namespace spore::cpu {
 
 enum LlmSlot { kSlotRmsNorm, kSlotRope, kSlotAttention, kSlotKvCacheWrite, kSlotMatmulQ, kNumLlmSlots };
 
 struct LlmKernelTable {
-  KernelFn fn[kNumLlmSlots][kNumDTypes] = {};
+  KernelFn fn[kNumLlmSlots][kNumDTypes] = {};  // matmul_q's slot stays empty: see matmul_q below
+  // matmul_q (float32 activations) per weight type, indexed by the ggml type id that is the op's
+  // attribute: the CPU's column of the quantization table (NOTE [Quantization types]).
+  KernelFn matmul_q[kNumGgmlTypes] = {};
 };
 
 // Each fills the slots it implements; compiled with its level's flags (simd/llm_<level>.cc and

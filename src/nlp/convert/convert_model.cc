@@ -103,6 +103,7 @@ std::pair<int64_t, int> order_of(const std::string& name) {
 struct Requested {
   GgmlType type;          // for 2-D weights
   uint32_t file_type;     // general.file_type (llama.cpp's LlamaFileType)
+  bool q4_k_m = false;    // llama.cpp's Q4_K_M mix instead of one type
 };
 Requested parse_type(const std::string& t) {
   if (t == "f32") return {GgmlType::kF32, 0};
@@ -111,28 +112,44 @@ Requested parse_type(const std::string& t) {
   if (t == "q8_0") return {GgmlType::kQ8_0, 7};
   if (t == "q4_0") return {GgmlType::kQ4_0, 2};
   if (t == "q4_1") return {GgmlType::kQ4_1, 3};
+  if (t == "q5_0") return {GgmlType::kQ5_0, 8};
   if (t == "q4_k") return {GgmlType::kQ4_K, 14};  // every matrix Q4_K: llama.cpp's MOSTLY_Q4_K_S
-  throw Error(ErrorCode::kValue, "spore convert: --type '" + t + "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q4_k");
+  if (t == "q6_k") return {GgmlType::kQ6_K, 18};
+  if (t == "q4_k_m") return {GgmlType::kQ4_K, 15, true};
+  throw Error(ErrorCode::kValue, "spore convert: --type '" + t +
+                                     "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q4_k, q6_k, q4_k_m");
 }
 
-std::optional<QuantType> quant_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::kQ8_0: return QuantType::kQ8_0;
-    case GgmlType::kQ4_0: return QuantType::kQ4_0;
-    case GgmlType::kQ4_1: return QuantType::kQ4_1;
-    case GgmlType::kQ4_K: return QuantType::kQ4_K;
-    default: return std::nullopt;
+// llama.cpp's Q4_K_M for a dense model (llama-quant.cpp, llama_tensor_get_type): the output
+// matrix (or the embedding a tied head shares) Q6_K, attn_v and ffn_down Q6_K in the layers its
+// use_more_bits picks (the first and last eighth, and every third between), every other matrix
+// Q4_K; the per-tensor fallbacks (fit_type) follow.
+GgmlType q4_k_m_type(const std::string& name, int64_t layers, bool tied) {
+  if (name == "output.weight" || (tied && name == "token_embd.weight")) return GgmlType::kQ6_K;
+  const auto ends = [&](const char* tail) {
+    const size_t n = std::strlen(tail);
+    return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
+  };
+  if (name.rfind("blk.", 0) == 0 && (ends(".attn_v.weight") || ends(".ffn_down.weight"))) {
+    const int64_t i = std::stoll(name.substr(4));
+    const bool more = i < layers / 8 || i >= 7 * layers / 8 || (i - layers / 8) % 3 == 2;
+    return more ? GgmlType::kQ6_K : GgmlType::kQ4_K;
   }
+  return GgmlType::kQ4_K;
 }
 
 // The type a weight of row length `cols` gets: the requested one when its rows fill whole blocks,
-// else (as llama.cpp falls back) q8_0 when they fill 32-value blocks, else f16.
+// else llama.cpp's fallback (llama-quant.cpp: q4_k -> q5_0 when the rows fill 32-value blocks,
+// NOTE [Quantization types]), else f16.
 GgmlType fit_type(GgmlType want, uint64_t cols, std::string& why) {
-  const uint32_t block = ggml_type_info(want).block_size;
+  const uint32_t block = quant_traits(want).block_size;
   if (cols % block == 0) return want;
-  const GgmlType next = (want == GgmlType::kQ4_K && cols % 32 == 0) ? GgmlType::kQ8_0 : GgmlType::kF16;
-  why = std::string("rows of ") + std::to_string(cols) + " values do not fill " + ggml_type_info(want).name +
-        " blocks of " + std::to_string(block) + "; written as " + ggml_type_info(next).name;
+  GgmlType next = want == GgmlType::kQ4_K   ? GgmlType::kQ5_0
+                  : want == GgmlType::kQ6_K ? GgmlType::kQ8_0
+                                            : GgmlType::kF16;
+  if (cols % quant_traits(next).block_size != 0) next = GgmlType::kF16;
+  why = std::string("rows of ") + std::to_string(cols) + " values do not fill " + quant_traits(want).name +
+        " blocks of " + std::to_string(block) + "; written as " + quant_traits(next).name;
   return next;
 }
 
@@ -168,10 +185,9 @@ void encode(GgmlType type, std::span<const float> v, uint64_t cols, FileSink& si
       return;
     }
     default: {
-      const QuantType q = *quant_of(type);
-      std::vector<uint8_t> row(quant_row_bytes(q, (int64_t)cols));
+      std::vector<uint8_t> row(quant_row_bytes(type, (int64_t)cols));
       for (size_t r = 0; r < v.size() / cols; ++r) {
-        quantize_row(q, v.subspan(r * cols, cols), row);
+        quantize_row(type, v.subspan(r * cols, cols), row);
         sink.write(row);
       }
     }
@@ -356,6 +372,8 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     report.tensors.push_back(std::move(t));
   }
 
+  bool tied = true;  // no output.weight: the head is the embedding (q4_k_m quantises it as the head)
+  for (const Plan& p : plans) tied = tied && p.gguf != "output.weight";
   const size_t total = plans.size();
   size_t index = 0;
   for (const Plan& p : plans) {
@@ -377,7 +395,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     // 1-D tensors and norms stay F32; matrices get the requested type where their rows fit.
     const bool matrix = s.ndim() == 2 && p.gguf.size() > 7 && p.gguf.compare(p.gguf.size() - 7, 7, ".weight") == 0 &&
                         p.gguf.find("_norm.weight") == std::string::npos;
-    t.type = matrix ? fit_type(req.type, cols, t.fallback) : GgmlType::kF32;
+    t.type = matrix ? convert_matrix_type(options.type, p.gguf, cols, blocks, tied, &t.fallback) : GgmlType::kF32;
     report.parameters += rows * cols;
     const GgmlType type = t.type;
     const std::string gname = p.gguf, hname = p.hf;
@@ -405,6 +423,15 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   w.write(out);
   report.file_bytes = fs::file_size(out);
   return report;
+}
+
+GgmlType convert_matrix_type(const std::string& type, const std::string& name, uint64_t cols, int64_t layers,
+                             bool tied, std::string* why) {
+  const Requested req = parse_type(type);
+  std::string reason;
+  const GgmlType t = fit_type(req.q4_k_m ? q4_k_m_type(name, layers, tied) : req.type, cols, reason);
+  if (why) *why = reason;
+  return t;
 }
 
 }  // namespace spore::nlp
