@@ -908,6 +908,7 @@ const std::map<std::string, Handler>& handlers() {
     add_conv_transpose_ops(t);
     add_recurrent_ops(t);
     add_control_ops(t);
+    add_math_ops(t);
     return t;
   }();
   return table;
