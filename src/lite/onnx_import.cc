@@ -909,6 +909,7 @@ const std::map<std::string, Handler>& handlers() {
     add_recurrent_ops(t);
     add_control_ops(t);
     add_math_ops(t);
+    add_nd_index_ops(t);
     return t;
   }();
   return table;
