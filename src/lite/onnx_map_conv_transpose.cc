@@ -21,9 +21,15 @@ std::vector<uint32_t> conv_transpose(NodeCtx& c) {
   if (c.has("kernel_shape") && sp.ints("kernel_shape", 1) != kernel) c.bad("kernel_shape does not match the weight's shape");
   const std::vector<int64_t> strides = sp.ints("strides", 1), dil = sp.ints("dilations", 1), out_pad = sp.ints("output_padding", 0);
   std::vector<int64_t> pads = sp.pads();  // [top, left, bottom, right]
+  // Hostile attributes are refused before any extent is computed from them (no overflow).
+  auto in_range = [](int64_t v) { return v >= -lite::kMaxElements && v <= lite::kMaxElements; };
   for (int d = 0; d < 2; ++d) {
     if (strides[d] <= 0 || dil[d] <= 0) c.bad("strides and dilations must be positive");
     if (out_pad[d] < 0) c.bad("a negative output_padding");
+    if (!in_range(strides[d]) || !in_range(dil[d]) || !in_range(out_pad[d]) || !in_range(pads[d]) || !in_range(pads[d + 2]))
+      c.bad("a stride, dilation, pad or output_padding beyond 2^40");
+    if ((double)(xs[2 + d] - 1) * strides[d] + (double)(kernel[d] - 1) * dil[d] + 1 > (double)lite::kMaxValueElements)
+      c.unsupported("a ConvTranspose output over Lite's 2^31 elements per value");
   }
   // The unpadded extent of each spatial axis.
   int64_t full[2];
@@ -37,6 +43,7 @@ std::vector<uint32_t> conv_transpose(NodeCtx& c) {
   }
   if (!out_shape.empty()) {  // the pads follow from the output's extent (the spec's formula)
     for (int d = 0; d < 2; ++d) {
+      if (out_shape[d] < 0 || out_shape[d] > lite::kMaxValueElements) c.bad("output_shape " + std::to_string(out_shape[d]));
       const int64_t total = full[d] + out_pad[d] - out_shape[d];
       // A negative total pads with zeros beyond the unpadded result.
       const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);

@@ -95,6 +95,8 @@ std::vector<uint32_t> pad(NodeCtx& c) {
   if (axes.empty())
     for (int d = 0; d < rank; ++d) axes.push_back(d);
   if (pads.size() != 2 * axes.size()) c.bad("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) + " axes");
+  for (int64_t p : pads)
+    if (p < -lite::kMaxElements || p > lite::kMaxElements) c.unsupported("a pad of " + std::to_string(p) + " cells (over Lite's 2^31 per value)");
   for (size_t k = 0; k < axes.size(); ++k) {
     const int axis = normalize_axis(c, axes[k], rank);
     const int64_t begin = pads[k], end = pads[k + axes.size()];
@@ -122,7 +124,7 @@ std::vector<uint32_t> depth_to_space(NodeCtx& c) {
   const Shape& s = c.m.shape(x);
   if (s.ndim() != 4) c.bad("DepthToSpace takes [N, C, H, W]");
   const int64_t b = c.i("blocksize", 0), n = s[0], ch = s[1], h = s[2], w = s[3];
-  if (b <= 0 || ch % (b * b) != 0) c.bad("blocksize " + std::to_string(b) + " does not divide the channels " + std::to_string(ch) + " by its square");
+  if (b <= 0 || b > ch || ch % (b * b) != 0) c.bad("blocksize " + std::to_string(b) + " does not divide the channels " + std::to_string(ch) + " by its square");
   const std::string mode = c.s("mode", "DCR");
   uint32_t y;
   if (mode == "DCR") {
@@ -142,7 +144,7 @@ std::vector<uint32_t> space_to_depth(NodeCtx& c) {
   const Shape& s = c.m.shape(x);
   if (s.ndim() != 4) c.bad("SpaceToDepth takes [N, C, H, W]");
   const int64_t b = c.i("blocksize", 0), n = s[0], ch = s[1], h = s[2], w = s[3];
-  if (b <= 0 || h % b != 0 || w % b != 0) c.bad("blocksize " + std::to_string(b) + " does not divide the height and width");
+  if (b <= 0 || b > h || b > w || h % b != 0 || w % b != 0 || ch > lite::kMaxValueElements / (b * b)) c.bad("blocksize " + std::to_string(b) + " does not divide the height and width");
   // DCR (the default) puts the block offsets before the channel, CRD (op set 24's mode) after it.
   const std::string mode = c.s("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") c.bad("mode '" + mode + "' (DCR or CRD)");
