@@ -63,6 +63,15 @@ def write_case(case, root):
     return None
 
 
+# Failures examined and explained (written under the table; they still count as failed).
+EXPLAINED = {
+    "test_attention_4d_causal_fp16_expanded":
+        "float16 rounding, not a wrong mapping: the exact (float64) value of element 20 is 0.398295; Spore gives "
+        "0.398438 and ONNX Runtime 0.398193 (the nearest float16 values above and below), the reference 0.397949 "
+        "(one float16 step further); rtol 1e-3 admits ONNX Runtime's but not Spore's.",
+}
+
+
 def ops_of(case):
     return sorted({n.op_type for n in case.model.graph.node})
 
@@ -121,6 +130,11 @@ def main():
                 status, detail = results[name]
                 if status in ("fail", "refused", "error"):
                     f.write(f"| {name} | {' '.join(ops_of(by_case[name]))} | {status} | {detail.replace('|', '/')[:200]} |\n")
+            explained = [n for n in sorted(EXPLAINED) if results.get(n, ("",))[0] == "fail"]
+            if explained:
+                f.write("\n## Failures explained\n\n")
+                for n in explained:
+                    f.write(f"- {n}: {EXPLAINED[n]}\n")
             f.write("\n## Passing cases\n\n")
             f.write(", ".join(n for n in sorted(results) if results[n][0] == "pass") + "\n")
             f.write("\n## Unmapped ops (cases)\n\n")
