@@ -357,21 +357,23 @@ TEST(OnnxImport, IllFormedIfBranchesAreTypedErrors) {
   // 20 Ifs, each the then-branch of the one outside it (deeper, protobuf refuses to parse it).
   ::onnx::GraphProto inner = branch("Neg", "x", "d20");
   for (int k = 19; k >= 0; --k) {
+    // (appended: GCC 12 warns falsely on "literal" + std::to_string in this loop)
+    const std::string at = std::to_string(k), cond = std::string("c").append(at), out = std::string("d").append(at);
     ::onnx::GraphProto outer;
-    outer.set_name("g" + std::to_string(k));
+    outer.set_name(std::string("g").append(at));
     auto* c = outer.add_initializer();
-    c->set_name("c" + std::to_string(k));
+    c->set_name(cond);
     c->set_data_type(::onnx::TensorProto::BOOL);
     c->add_int32_data(1);
     auto* n = outer.add_node();
     n->set_op_type("If");
-    n->add_input("c" + std::to_string(k));
-    n->add_output("d" + std::to_string(k));
+    n->add_input(cond);
+    n->add_output(out);
     auto* a = n->add_attribute();
     a->set_name("then_branch");
     a->set_type(::onnx::AttributeProto::GRAPH);
     *a->mutable_g() = inner;
-    outer.add_output()->set_name("d" + std::to_string(k));
+    outer.add_output()->set_name(out);
     inner = outer;
   }
   auto deep = base_model(13);
@@ -379,6 +381,39 @@ TEST(OnnxImport, IllFormedIfBranchesAreTypedErrors) {
   add_if(deep, true, &inner, &relu, "y");
   add_output(deep, "y");
   expect_error([&] { read(deep); }, ErrorCode::kUnsupported, "nested over");
+}
+
+// A Loop is unrolled while its known trip count and condition allow: a huge trip count, or a
+// condition that never turns false, is refused by name instead of unrolling without end.
+TEST(OnnxImport, ALoopWithAHugeTripCountIsRefused) {
+  auto m = base_model(13);
+  add_input(m, "x", {"2"});
+  add_ints(m, "trips", {int64_t{1} << 40});
+  m.mutable_graph()->mutable_initializer(0)->clear_dims();  // a 0-d trip count
+  ::onnx::GraphProto body;
+  body.set_name("body");
+  for (const char* in : {"i", "cond_in", "v_in"}) body.add_input()->set_name(in);
+  auto* id = body.add_node();
+  id->set_op_type("Identity");
+  id->add_input("cond_in");
+  id->add_output("cond_out");
+  auto* neg = body.add_node();
+  neg->set_op_type("Neg");
+  neg->add_input("v_in");
+  neg->add_output("v_out");
+  body.add_output()->set_name("cond_out");
+  body.add_output()->set_name("v_out");
+  auto* loop = add_node(m, "Loop", {"trips", "", "x"}, {"y"}, "forever");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body;
+  add_output(m, "y");
+  expect_error([&] { read(m); }, ErrorCode::kUnsupported, "node 0 (Loop 'forever')", "iterations");
+  // Three iterations of Neg: -x.
+  m.mutable_graph()->mutable_initializer(0)->set_int64_data(0, 3);
+  const ir::Model three = read(m);
+  EXPECT_EQ(three.graph.nodes.size(), 3u);
 }
 
 // A CNN whose image extents are symbolic maps from the real shapes at predict: stand-in extents
