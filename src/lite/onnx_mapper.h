@@ -55,43 +55,13 @@ struct NodeCtx {
     fail(ErrorCode::kUnsupported, where + ": " + what + " is not mapped onto Spore's ops");
   }
   [[noreturn]] void bad(const std::string& what) const { fail(ErrorCode::kFormat, where + ": " + what); }
-  int64_t i(const std::string& name, int64_t dflt) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::INT) bad("attribute '" + name + "' is not an int");
-    return a->i();
-  }
-  double f(const std::string& name, double dflt) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::FLOAT) bad("attribute '" + name + "' is not a float");
-    return a->f();
-  }
-  std::string s(const std::string& name, const std::string& dflt) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::STRING) bad("attribute '" + name + "' is not a string");
-    return a->s();
-  }
+  int64_t i(const std::string& name, int64_t dflt) const;
+  double f(const std::string& name, double dflt) const;
+  std::string s(const std::string& name, const std::string& dflt) const;
   bool has(const std::string& name) const { return find_attr(node, name) != nullptr; }
-  std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> dflt = {}) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::INTS) bad("attribute '" + name + "' is not a list of ints");
-    return {a->ints().begin(), a->ints().end()};
-  }
-  std::vector<double> floats(const std::string& name, std::vector<double> dflt = {}) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::FLOATS) bad("attribute '" + name + "' is not a list of floats");
-    return {a->floats().begin(), a->floats().end()};
-  }
-  std::vector<std::string> strings(const std::string& name) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return {};
-    if (a->type() != AttributeProto::STRINGS) bad("attribute '" + name + "' is not a list of strings");
-    return {a->strings().begin(), a->strings().end()};
-  }
+  std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> dflt = {}) const;
+  std::vector<double> floats(const std::string& name, std::vector<double> dflt = {}) const;
+  std::vector<std::string> strings(const std::string& name) const;
   // Input k, required.
   uint32_t at(size_t k) const {
     if (k >= in.size() || in[k] == kNone) bad("input " + std::to_string(k) + " is required");
@@ -126,38 +96,9 @@ struct Mapper : lite::GraphBuilder {
   // The data of a value that must be known when the graph is mapped (a Reshape's shape, Slice's
   // starts, If's condition): an initializer, a Constant, or, with predict's inputs, a small
   // value computed from them.
-  const Tensor& data(const NodeCtx& c, uint32_t id, const char* what) {
-    const ir::Value& v = g.values[id];
-    if (v.kind == ir::ValueKind::kInput) {  // known only at predict (InputValueNeeded)
-      if (!v.data.defined())
-        throw InputValueNeeded(v.name, c.where + ": the " + what + " comes from the graph input '" + v.name +
-                                           "'; it is mapped when predict gives its value");
-      used.insert(v.name);
-      return v.data;
-    }
-    if (auto k = known.find(id); k != known.end()) {
-      used.insert(k->second.second.begin(), k->second.second.end());
-      return k->second.first;
-    }
-    if (derivable.count(id))
-      throw InputValueNeeded("", c.where + ": the " + what + " is computed from graph inputs; it is mapped when predict gives their values");
-    if (!is_constant(id))
-      c.unsupported(std::string("a computed ") + what + " (Spore needs it to be an initializer, a Constant or a small value computed from the inputs)");
-    return v.data;
-  }
-  std::vector<int64_t> int_data(const NodeCtx& c, uint32_t id, const char* what) {
-    const Tensor& t = data(c, id, what);
-    if (t.dtype() == DType::kInt64) return t.to_vector<int64_t>();
-    if (t.dtype() == DType::kInt32) {
-      std::vector<int64_t> out;
-      for (int32_t v : t.to_vector<int32_t>()) out.push_back(v);
-      return out;
-    }
-    c.bad(std::string(what) + " must be int64, not " + dtype_name(t.dtype()));
-  }
-  std::vector<double> float_data(const NodeCtx& c, uint32_t id, const char* what) {
-    return data(c, id, what).contiguous().to(DType::kFloat64).to_vector<double>();
-  }
+  const Tensor& data(const NodeCtx& c, uint32_t id, const char* what);
+  std::vector<int64_t> int_data(const NodeCtx& c, uint32_t id, const char* what);
+  std::vector<double> float_data(const NodeCtx& c, uint32_t id, const char* what);
   // Emits one registry op; its outputs get shapes from the registry's inference.
   std::vector<uint32_t> emit_all(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {});
   uint32_t emit(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {}) {
