@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "../io/io_test_util.h"
@@ -414,6 +415,70 @@ TEST(OnnxImport, ALoopWithAHugeTripCountIsRefused) {
   m.mutable_graph()->mutable_initializer(0)->set_int64_data(0, 3);
   const ir::Model three = read(m);
   EXPECT_EQ(three.graph.nodes.size(), 3u);
+}
+
+// Ops whose form changed between op sets map as the model's op set defines them: Slice 9's,
+// Clip 10's and Pad 10's attributes, Split 12's `split` attribute, Softmax 11's 2-D reading.
+TEST(OnnxImport, OlderOpSetFormsMapAsTheirVersionDefines) {
+  TempDir dir;
+  auto run = [&](::onnx::ModelProto& m, const std::vector<Tensor>& ins) {
+    const auto b = bytes_of(m);
+    std::ofstream(dir / "old.onnx", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+    return lite::Model::build_from_file(dir / "old.onnx").predict(ins);
+  };
+  auto attr_f = [](::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  const Tensor x = Tensor::from_vector(std::vector<float>{-2, 0.5f, 3}, Shape{3});
+
+  auto slice = base_model(9);
+  add_input(slice, "x", {"3"});
+  auto* sl = add_node(slice, "Slice", {"x"}, {"y"});
+  attr_ints(sl, "starts", {1});
+  attr_ints(sl, "ends", {3});
+  add_output(slice, "y");
+  EXPECT_EQ(run(slice, {x})[0].to_vector<float>(), (std::vector<float>{0.5f, 3}));
+
+  auto clip = base_model(10);
+  add_input(clip, "x", {"3"});
+  auto* cl = add_node(clip, "Clip", {"x"}, {"y"});
+  attr_f(cl, "min", -1);
+  attr_f(cl, "max", 1);
+  add_output(clip, "y");
+  EXPECT_EQ(run(clip, {x})[0].to_vector<float>(), (std::vector<float>{-1, 0.5f, 1}));
+
+  auto pad = base_model(10);
+  add_input(pad, "x", {"3"});
+  auto* pd = add_node(pad, "Pad", {"x"}, {"y"});
+  attr_ints(pd, "pads", {1, 2});
+  attr_s(pd, "mode", "reflect");
+  add_output(pad, "y");
+  EXPECT_EQ(run(pad, {x})[0].to_vector<float>(), (std::vector<float>{0.5f, -2, 0.5f, 3, 0.5f, -2}));
+
+  auto split = base_model(12);
+  add_input(split, "x", {"3"});
+  attr_ints(add_node(split, "Split", {"x"}, {"a", "b"}), "split", {1, 2});
+  add_output(split, "a");
+  add_output(split, "b");
+  const auto parts = run(split, {x});
+  EXPECT_EQ(parts[0].to_vector<float>(), (std::vector<float>{-2}));
+  EXPECT_EQ(parts[1].to_vector<float>(), (std::vector<float>{0.5f, 3}));
+
+  // Softmax before 13: [2, 2, 2] read as [2, 4] at axis 1, normalised over all four.
+  auto soft = base_model(11);
+  add_input(soft, "x", {"2", "2", "2"});
+  add_node(soft, "Softmax", {"x"}, {"y"});
+  add_output(soft, "y");
+  const std::vector<float> v = {0, 1, 2, 3, -1, 0, 1, 5};
+  const auto y = run(soft, {Tensor::from_vector(v, Shape{2, 2, 2})})[0].to_vector<float>();
+  for (int r = 0; r < 2; ++r) {
+    double total = 0;
+    for (int k = 0; k < 4; ++k) total += std::exp((double)v[(size_t)(r * 4 + k)]);
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(y[(size_t)(r * 4 + k)], std::exp((double)v[(size_t)(r * 4 + k)]) / total, 1e-6) << r << k;
+  }
 }
 
 // A CNN whose image extents are symbolic maps from the real shapes at predict: stand-in extents
