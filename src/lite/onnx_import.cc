@@ -336,7 +336,6 @@ Handler pool(OpId op) {
     // inside the input: other padding is added explicitly (-inf for max; zeros that count for an
     // average with count_include_pad = 1); an average that must not count explicit padding is refused.
     const bool explicit_pad = any && (p4[0] != p4[2] || p4[1] != p4[3] || 2 * p4[0] > kernel[0] || 2 * p4[1] > kernel[1] || include_pad);
-    if (explicit_pad && avg && !include_pad) c.unsupported("average pooling with asymmetric or wide padding and count_include_pad = 0");
     if (explicit_pad && c.i("ceil_mode", 0) != 0) c.unsupported("ceil_mode with asymmetric or explicit padding");
     const DType t = c.m.dtype(x);
     // Max pooling of 8-bit integers: exact in float32 and back.
@@ -347,7 +346,15 @@ Handler pool(OpId op) {
       in = pad_spatial(c, in, p4, avg ? 0.0 : -INFINITY);
       pads = {0, 0};
     }
-    const uint32_t y = c.m.emit(c, op, {in}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
+    uint32_t y = c.m.emit(c, op, {in}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
+    if (explicit_pad && avg && !include_pad) {
+      // Averages over the cells inside only, with asymmetric or wide padding: the average of the
+      // zero-padded input divided by that of zero-padded ones (the share of each window inside).
+      const Shape& xs = c.m.shape(x);
+      const uint32_t ones = c.m.emit(c, OpId::k_fill, {}, Attrs::of(std::vector<int64_t>{1, 1, xs[2], xs[3]}, 1.0, c.m.dtype(x)));
+      const uint32_t share = c.m.emit(c, op, {pad_spatial(c, ones, p4, 0.0)}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
+      y = c.m.emit(c, OpId::k_div, {y, share});
+    }
     return std::vector<uint32_t>{sp.out(widen ? c.m.cast_to(c, y, t) : y)};
   };
 }
