@@ -917,6 +917,7 @@ const std::map<std::string, Handler>& handlers() {
     add_control_ops(t);
     add_math_ops(t);
     add_nd_index_ops(t);
+    add_topk_ops(t);
     return t;
   }();
   return table;

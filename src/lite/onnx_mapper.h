@@ -3,7 +3,7 @@
 // negative-step Slice, DepthToSpace, Tile, Trilu, CumSum), onnx_map_resize.cc (Resize, Upsample),
 // onnx_map_conv_transpose.cc, onnx_map_recurrent.cc (LSTM, GRU, RNN), onnx_map_control.cc (If) and
 // onnx_map_math.cc (rounding, Mod, OneHot, Hardmax, group and Lp normalisation) and
-// onnx_map_nd_index.cc (GatherND, ScatterND).
+// onnx_map_nd_index.cc (GatherND, ScatterND) and onnx_map_topk.cc.
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -146,6 +146,7 @@ void add_recurrent_ops(HandlerTable& t);
 void add_control_ops(HandlerTable& t);
 void add_math_ops(HandlerTable& t);
 void add_nd_index_ops(HandlerTable& t);
+void add_topk_ops(HandlerTable& t);
 
 // Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
 // height of 1, every per-axis attribute getting the neutral value for the height in front.
