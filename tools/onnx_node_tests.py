@@ -3,8 +3,10 @@
 
 Writes out every case of onnx.backend.test.case.node.collect_testcases() (model, inputs, expected
 outputs, tolerances), runs them all through Spore Lite with the onnx_node_runner binary, and
-writes the pass/fail table. Cases whose ops Spore does not map are listed as unmapped; every
-other case counts as mapped and must pass.
+writes the pass/fail table over the WHOLE set: every case is passed, failed (a wrong answer), or not
+run by Spore (refused: an op, attribute, version or dtype Spore does not map, or data the runner
+cannot hold, non-tensor inputs such as sequences). A wrong answer is worse than a refusal: the
+target is 0 failed.
 
 Rerun (venv: bash scripts/install-py-peers.sh onnx; build: the onnx_node_runner target):
   .venv-peers/bin/python tools/onnx_node_tests.py --runner build/release/tests/onnx_node_runner \
@@ -61,6 +63,15 @@ def write_case(case, root):
     return None
 
 
+# Failures examined and explained (written under the table; they still count as failed).
+EXPLAINED = {
+    "test_attention_4d_causal_fp16_expanded":
+        "float16 rounding, not a wrong mapping: the exact (float64) value of element 20 is 0.398295; Spore gives "
+        "0.398438 and ONNX Runtime 0.398193 (the nearest float16 values above and below), the reference 0.397949 "
+        "(one float16 step further); rtol 1e-3 admits ONNX Runtime's but not Spore's.",
+}
+
+
 def ops_of(case):
     return sorted({n.op_type for n in case.model.graph.node})
 
@@ -93,7 +104,9 @@ def main():
     by_case = {c.name: c for c in cases}
     counts = collections.Counter(s for s, _ in results.values())
     mapped = sum(v for k, v in counts.items() if k != "unmapped")
-    print(f"{len(cases)} node cases; {len(skipped)} not written (non-tensor data); {len(results)} run: "
+    print(f"{len(cases)} node cases: {counts['pass']} passed, {counts['fail']} failed, "
+          f"{counts['refused'] + counts['unmapped'] + len(skipped)} refused (all); "
+          f"{len(skipped)} not written (non-tensor data); {len(results)} run: "
           f"{mapped} mapped, {counts['pass']} passed, {counts['fail']} failed, {counts['refused']} refused, "
           f"{counts['error']} errors; {counts['unmapped']} unmapped")
 
@@ -106,15 +119,22 @@ def main():
         with open(args.table, "w") as f:
             f.write("# ONNX backend node tests in Spore Lite\n\n")
             f.write(f"onnx {onnx.__version__}, written by tools/onnx_node_tests.py (rerun it to refresh).\n\n")
-            f.write(f"| cases | not written (non-tensor data) | run | mapped | passed | failed | refused | errors | unmapped |\n")
-            f.write("|---|---|---|---|---|---|---|---|---|\n")
-            f.write(f"| {len(cases)} | {len(skipped)} | {len(results)} | {mapped} | {counts['pass']} | {counts['fail']} | "
-                    f"{counts['refused']} | {counts['error']} | {counts['unmapped']} |\n\n")
+            refused_all = counts["refused"] + counts["unmapped"] + len(skipped)
+            f.write("Over every node case of the package:\n\n")
+            f.write("| cases | passed | failed | errors | refused (all) | of which: op not mapped | attribute, version or dtype refused | non-tensor data |\n")
+            f.write("|---|---|---|---|---|---|---|---|\n")
+            f.write(f"| {len(cases)} | {counts['pass']} | {counts['fail']} | {counts['error']} | {refused_all} | {counts['unmapped']} | "
+                    f"{counts['refused']} | {len(skipped)} |\n\n")
             f.write("## Mapped cases that do not pass\n\n| case | ops | status | detail |\n|---|---|---|---|\n")
             for name in sorted(results):
                 status, detail = results[name]
                 if status in ("fail", "refused", "error"):
                     f.write(f"| {name} | {' '.join(ops_of(by_case[name]))} | {status} | {detail.replace('|', '/')[:200]} |\n")
+            explained = [n for n in sorted(EXPLAINED) if results.get(n, ("",))[0] == "fail"]
+            if explained:
+                f.write("\n## Failures explained\n\n")
+                for n in explained:
+                    f.write(f"- {n}: {EXPLAINED[n]}\n")
             f.write("\n## Passing cases\n\n")
             f.write(", ".join(n for n in sorted(results) if results[n][0] == "pass") + "\n")
             f.write("\n## Unmapped ops (cases)\n\n")
@@ -124,22 +144,29 @@ def main():
         if os.path.isdir(args.subset):
             shutil.rmtree(args.subset)
         os.makedirs(args.subset)
-        # The smallest passing case of each op combination, then an even spread of those.
-        best = {}
+        # The smallest passing case of each op combination, then an even spread of those; and the
+        # smallest passing case of every op, so that each mapped op has one regression case.
+        best, per_op = {}, {}
         for name in sorted(results):
             if results[name][0] != "pass":
                 continue
             d = os.path.join(work, name)
             size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+            if size > args.subset_max_bytes:
+                continue
             key = " ".join(ops_of(by_case[name]))
-            if size <= args.subset_max_bytes and (key not in best or size < best[key][0]):
+            if key not in best or size < best[key][0]:
                 best[key] = (size, name)
+            for op in ops_of(by_case[name]):
+                if op not in per_op or size < per_op[op][0]:
+                    per_op[op] = (size, name)
         keys = sorted(best)
         step = max(1.0, len(keys) / args.subset_count)
-        chosen = sorted({best[keys[int(i * step)]][1] for i in range(min(args.subset_count, len(keys)))})
+        chosen = {best[keys[int(i * step)]][1] for i in range(min(args.subset_count, len(keys)))}
+        chosen = sorted(chosen | {name for _, name in per_op.values()})
         for name in chosen:
             shutil.copytree(os.path.join(work, name), os.path.join(args.subset, name))
-        print(f"subset: {len(chosen)} cases in {args.subset}")
+        print(f"subset: {len(chosen)} cases in {args.subset} (every op with a passing case of at most {args.subset_max_bytes} bytes)")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,11 @@
 
 namespace spore::onnx {
 
-// The default-domain op-set versions the importer reads (the ops it maps have the semantics of
-// these versions; an older model is refused naming its version and the way out).
-// Most mapped ops are read from op set 13 (And, Or and Xor from 7, Dropout from 10, Not from 1);
-// an older node is kVersion naming the op and the conversion.
-inline constexpr int64_t kOldestOpset = 13;
+// The default-domain op-set versions the importer reads: every mapped op in each version the
+// spec defines between these (attribute or input forms of Split, Squeeze, Pad, Clip, Slice,
+// ReduceX; Upsample; NOTE [ONNX op sets]). Op sets before 7 broadcast only with a `broadcast`
+// attribute: such a model is kVersion naming the conversion.
+inline constexpr int64_t kOldestOpset = 7;
 inline constexpr int64_t kNewestOpset = 28;  // ONNX 1.23: 22-28 changed only dtype lists of the mapped ops
 
 // Reads and maps a whole ONNX file. Errors: kFormat (not a parsable ModelProto, a dangling value

@@ -48,6 +48,9 @@ struct Model::Impl {
   bool map_at_predict = false;
   std::vector<std::string> values_read;
   std::string mapped_for;  // the shapes and values the executor was mapped for
+  // The mappings of the signatures seen before the current one, most recent last: a model run
+  // with alternating shapes is mapped once per signature (NOTE [ONNX dynamic shapes]).
+  std::vector<std::pair<std::string, std::unique_ptr<Executor>>> other_signatures;
 };
 
 namespace {
@@ -267,14 +270,32 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& inputs) {
           }
       return key;
     };
-    if (!m.executor || key_of() != m.mapped_for) {
-      std::map<std::string, Tensor> given;
-      for (size_t i = 0; i < m.inputs.size(); ++i) given[m.inputs[i].name] = ready[i];
-      ir::Model mapped = onnx::read_onnx_with_inputs(m.onnx_bytes, m.label, given, &m.values_read);
-      m.executor = std::make_unique<Executor>(std::move(mapped.graph), device, m.label);
+    const std::string key = key_of();
+    if (!m.executor || key != m.mapped_for) {
+      constexpr size_t kKeptSignatures = 4;
+      if (m.executor) m.other_signatures.emplace_back(m.mapped_for, std::move(m.executor));
+      for (size_t k = 0; k < m.other_signatures.size(); ++k)
+        if (m.other_signatures[k].first == key) {
+          m.executor = std::move(m.other_signatures[k].second);
+          m.other_signatures.erase(m.other_signatures.begin() + (long)k);
+          m.mapped_for = key;
+          break;
+        }
+      if (m.other_signatures.size() > kKeptSignatures) m.other_signatures.erase(m.other_signatures.begin());
+      if (!m.executor) {
+        std::map<std::string, Tensor> given;
+        for (size_t i = 0; i < m.inputs.size(); ++i) given[m.inputs[i].name] = ready[i];
+        std::vector<std::string> read;
+        ir::Model mapped = onnx::read_onnx_with_inputs(m.onnx_bytes, m.label, given, &read);
+        m.executor = std::make_unique<Executor>(std::move(mapped.graph), device, m.label);
+        // Every input value any mapping read is part of every key from now on, so that a kept
+        // mapping is only reused for the very shapes and values it was made for.
+        for (const std::string& r : read)
+          if (std::find(m.values_read.begin(), m.values_read.end(), r) == m.values_read.end()) m.values_read.push_back(r);
+        m.mapped_for = key_of();
+      }
       m.outputs.clear();
       for (uint32_t id : m.executor->graph().outputs) m.outputs.push_back(info_of(m.executor->graph().values[id], id));
-      m.mapped_for = key_of();
     }
   }
   if (!m.executor->planned_for(shapes)) m.executor->plan(shapes);

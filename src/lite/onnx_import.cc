@@ -19,21 +19,13 @@
 #include <set>
 
 #include "lite/import_graph.h"
+#include "lite/onnx_mapper.h"
 #include "spore/error.h"
 #include "spore/onnx.h"
 #include "spore/ops.h"
 
 namespace spore::onnx {
-namespace {
-
-using ::onnx::AttributeProto;
-using ::onnx::ModelProto;
-using ::onnx::NodeProto;
-using ::onnx::TensorProto;
-
-constexpr uint32_t kNone = UINT32_MAX;          // an omitted optional input
-
-[[noreturn]] void fail(ErrorCode code, const std::string& what) { throw Error(code, what); }
+namespace detail {
 
 // ONNX TensorProto.DataType -> Spore's dtype; false when Spore has none.
 bool dtype_of(int32_t t, DType& out) {
@@ -118,130 +110,57 @@ const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
   return nullptr;
 }
 
-struct Mapper;
 
-// One ONNX node being mapped: its inputs (value ids, kNone when omitted) and helpers.
-struct NodeCtx {
-  Mapper& m;
-  const NodeProto& node;
-  std::vector<uint32_t> in;
-  std::string where;  // "node 3 (Conv 'conv1')"
 
-  [[noreturn]] void unsupported(const std::string& what) const {
-    fail(ErrorCode::kUnsupported, where + ": " + what + " is not mapped onto Spore's ops");
+std::vector<uint32_t> Mapper::emit_all(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs) {
+  const OpDef& def = op_def(op);
+  const std::vector<Tensor> ts = probes(ins);
+  const Inference inf = infer(c.where, def, ts, attrs);
+  // Small results of constants and initializers are computed now (the registry's eager kernels,
+  // the same the executor would run), so that the mapping sees their values: a Range's limit
+  // from a Size, an axes input made by a Constant and a Sub, a shape gathered from a Shape.
+  const bool small = def.writes_mask == 0 && inf.num_outputs == 1 && inf.outputs[0].shape.numel() <= kMaxKnownElements;
+  bool foldable = small, computable = small;
+  for (uint32_t id : ins) {
+    foldable = foldable && is_constant(id);
+    computable = computable && (is_constant(id) || g.values[id].kind == ir::ValueKind::kInput || known.count(id) || derivable.count(id));
   }
-  [[noreturn]] void bad(const std::string& what) const { fail(ErrorCode::kFormat, where + ": " + what); }
-  int64_t i(const std::string& name, int64_t dflt) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::INT) bad("attribute '" + name + "' is not an int");
-    return a->i();
-  }
-  double f(const std::string& name, double dflt) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::FLOAT) bad("attribute '" + name + "' is not a float");
-    return a->f();
-  }
-  std::string s(const std::string& name, const std::string& dflt) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::STRING) bad("attribute '" + name + "' is not a string");
-    return a->s();
-  }
-  bool has(const std::string& name) const { return find_attr(node, name) != nullptr; }
-  std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> dflt = {}) const {
-    const AttributeProto* a = find_attr(node, name);
-    if (!a) return dflt;
-    if (a->type() != AttributeProto::INTS) bad("attribute '" + name + "' is not a list of ints");
-    return {a->ints().begin(), a->ints().end()};
-  }
-  // Input k, required.
-  uint32_t at(size_t k) const {
-    if (k >= in.size() || in[k] == kNone) bad("input " + std::to_string(k) + " is required");
-    return in[k];
-  }
-  bool given(size_t k) const { return k < in.size() && in[k] != kNone; }
-};
-
-struct Mapper : lite::GraphBuilder {
-  std::string label;
-  int64_t opset = 0;
-  std::map<std::string, uint32_t> names;
-  const std::map<std::string, Tensor>* given = nullptr;  // read_onnx_with_inputs: every input's tensor
-  std::set<std::string> used;                             // the inputs whose values were read
-
-  template <typename T>
-  uint32_t constant_of(const std::vector<T>& values, const Shape& shape) {
-    return constant(Tensor::from_vector(values, shape));
-  }
-  // The data of a value that must be known when the graph is mapped (a Reshape's shape, Slice's
-  // starts): an initializer or a Constant.
-  const Tensor& data(const NodeCtx& c, uint32_t id, const char* what) {
-    const ir::Value& v = g.values[id];
-    if (v.kind == ir::ValueKind::kInput) {  // known only at predict (InputValueNeeded)
-      if (!v.data.defined())
-        throw InputValueNeeded(v.name, c.where + ": the " + what + " comes from the graph input '" + v.name +
-                                           "'; it is mapped when predict gives its value");
-      used.insert(v.name);
-      return v.data;
+  if (foldable) {
+    try {
+      return {constant(dispatch1(op, ts, attrs).contiguous())};
+    } catch (const Error& e) {
+      fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
     }
-    if (v.kind != ir::ValueKind::kConstant && v.kind != ir::ValueKind::kParameter)
-      c.unsupported(std::string("a computed ") + what + " (Spore needs it to be an initializer or a Constant)");
-    return v.data;
   }
-  std::vector<int64_t> int_data(const NodeCtx& c, uint32_t id, const char* what) {
-    const Tensor& t = data(c, id, what);
-    if (t.dtype() == DType::kInt64) return t.to_vector<int64_t>();
-    if (t.dtype() == DType::kInt32) {
-      std::vector<int64_t> out;
-      for (int32_t v : t.to_vector<int32_t>()) out.push_back(v);
+  // A hostile Range or ConstantOfShape must not become an allocation Lite attempts.
+  std::vector<uint32_t> out = add_node(c.where, def, ins, attrs, inf, inf.num_outputs);
+  if (!computable) return out;
+  // Computed from the inputs: known now when predict gave them, else known then
+  // (NOTE [ONNX dynamic shapes]).
+  std::vector<Tensor> values;
+  std::set<std::string> from;
+  for (uint32_t id : ins) {
+    const ir::Value& v = g.values[id];
+    if (is_constant(id)) {
+      values.push_back(v.data);
+    } else if (v.kind == ir::ValueKind::kInput && v.data.defined()) {
+      values.push_back(v.data);
+      from.insert(v.name);
+    } else if (auto k = known.find(id); k != known.end()) {
+      values.push_back(k->second.first);
+      from.insert(k->second.second.begin(), k->second.second.end());
+    } else {
+      derivable.insert(out[0]);
       return out;
     }
-    c.bad(std::string(what) + " must be int64, not " + dtype_name(t.dtype()));
   }
-  // Emits one registry op; its outputs get shapes from the registry's inference.
-  std::vector<uint32_t> emit_all(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {}) {
-    const OpDef& def = op_def(op);
-    const std::vector<Tensor> ts = probes(ins);
-    const Inference inf = infer(c.where, def, ts, attrs);
-    // Small results of constants and initializers are computed now (the registry's eager kernels,
-    // the same the executor would run), so that the mapping sees their values: a Range's limit
-    // from a Size, an axes input made by a Constant and a Sub, a shape gathered from a Shape.
-    bool foldable = def.writes_mask == 0 && inf.num_outputs == 1 && inf.outputs[0].shape.numel() <= 4096;
-    for (uint32_t id : ins)
-      foldable = foldable && (g.values[id].kind == ir::ValueKind::kConstant || g.values[id].kind == ir::ValueKind::kParameter);
-    if (foldable) {
-      try {
-        return {constant(dispatch1(op, ts, attrs).contiguous())};
-      } catch (const Error& e) {
-        fail(e.code(), c.where + " (mapped onto " + def.name + "): " + e.what());
-      }
-    }
-    // A hostile Range or ConstantOfShape must not become an allocation Lite attempts.
-    return add_node(c.where, def, ins, attrs, inf, inf.num_outputs);
+  try {
+    known[out[0]] = {dispatch1(op, values, attrs).contiguous(), std::move(from)};
+  } catch (const Error&) {
+    // The executor reports it when it runs the node; the mapping only misses the value.
   }
-  uint32_t emit(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {}) {
-    return emit_all(c, op, ins, attrs)[0];
-  }
-  uint32_t reshape(const NodeCtx& c, uint32_t x, std::vector<int64_t> shape) {
-    return emit(c, OpId::k_reshape, {x}, Attrs::of(std::move(shape)));
-  }
-  uint32_t cast_to(const NodeCtx& c, uint32_t x, DType t) {
-    return dtype(x) == t ? x : emit(c, OpId::k_cast, {x}, Attrs::of(t));
-  }
-  uint32_t scalar(double v, DType t) {
-    Tensor s = Tensor::from_vector(std::vector<double>{v}, Shape{});
-    return constant(t == DType::kFloat64 ? s : dispatch1(OpId::k_cast, {s}, Attrs::of(t)));
-  }
-};
-
-int normalize_axis(const NodeCtx& c, int64_t axis, int rank) {
-  if (axis < -rank || axis >= std::max(rank, 1)) c.bad("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return (int)(axis < 0 ? axis + rank : axis);
+  return out;
 }
-
-using Handler = std::function<std::vector<uint32_t>(NodeCtx&)>;
 
 // ---- the mapping table ----------------------------------------------------------------------
 // Elementwise ops keep ONNX's result dtype: a registry op that promotes (pow of int by float)
@@ -379,39 +298,6 @@ uint32_t pad_spatial(NodeCtx& c, uint32_t x, const std::vector<int64_t>& pads, d
   return pad_axis(c, x, 3, pads[1], pads[3], value);
 }
 
-// Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
-// height of 1, every per-axis attribute getting the neutral value for the height in front.
-struct Spatial {
-  NodeCtx& c;
-  bool lifted = false;
-  Spatial(NodeCtx& ctx, uint32_t x) : c(ctx) {
-    const int rank = c.m.shape(x).ndim();
-    if (rank != 3 && rank != 4)
-      c.unsupported("a " + std::to_string(rank - 2) + "-D spatial input (Spore maps 1-D and 2-D, NCHW)");
-    lifted = rank == 3;
-  }
-  uint32_t in(uint32_t v) const {
-    if (!lifted) return v;
-    const Shape& s = c.m.shape(v);
-    return c.m.reshape(c, v, {s[0], s[1], 1, s[2]});
-  }
-  uint32_t out(uint32_t v) const {
-    if (!lifted) return v;
-    const Shape& s = c.m.shape(v);
-    return c.m.reshape(c, v, {s[0], s[1], s[3]});
-  }
-  std::vector<int64_t> ints(const std::string& name, int64_t neutral) const {
-    std::vector<int64_t> v = c.ints(name, lifted ? std::vector<int64_t>{neutral} : std::vector<int64_t>{neutral, neutral});
-    if (v.size() != (lifted ? 1u : 2u)) c.bad(name + " has " + std::to_string(v.size()) + " values for " + (lifted ? "1" : "2") + " spatial axes");
-    if (lifted) v.insert(v.begin(), neutral);
-    return v;
-  }
-  std::vector<int64_t> pads() const {
-    std::vector<int64_t> v = c.ints("pads", std::vector<int64_t>(lifted ? 2 : 4, 0));
-    if (v.size() != (lifted ? 2u : 4u)) c.bad("pads has " + std::to_string(v.size()) + " values");
-    return lifted ? std::vector<int64_t>{0, v[0], 0, v[1]} : v;
-  }
-};
 
 std::vector<uint32_t> conv(NodeCtx& c) {
   const Spatial sp(c, c.at(0));
@@ -450,7 +336,6 @@ Handler pool(OpId op) {
     // inside the input: other padding is added explicitly (-inf for max; zeros that count for an
     // average with count_include_pad = 1); an average that must not count explicit padding is refused.
     const bool explicit_pad = any && (p4[0] != p4[2] || p4[1] != p4[3] || 2 * p4[0] > kernel[0] || 2 * p4[1] > kernel[1] || include_pad);
-    if (explicit_pad && avg && !include_pad) c.unsupported("average pooling with asymmetric or wide padding and count_include_pad = 0");
     if (explicit_pad && c.i("ceil_mode", 0) != 0) c.unsupported("ceil_mode with asymmetric or explicit padding");
     const DType t = c.m.dtype(x);
     // Max pooling of 8-bit integers: exact in float32 and back.
@@ -461,7 +346,15 @@ Handler pool(OpId op) {
       in = pad_spatial(c, in, p4, avg ? 0.0 : -INFINITY);
       pads = {0, 0};
     }
-    const uint32_t y = c.m.emit(c, op, {in}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
+    uint32_t y = c.m.emit(c, op, {in}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
+    if (explicit_pad && avg && !include_pad) {
+      // Averages over the cells inside only, with asymmetric or wide padding: the average of the
+      // zero-padded input divided by that of zero-padded ones (the share of each window inside).
+      const Shape& xs = c.m.shape(x);
+      const uint32_t ones = c.m.emit(c, OpId::k_fill, {}, Attrs::of(std::vector<int64_t>{1, 1, xs[2], xs[3]}, 1.0, c.m.dtype(x)));
+      const uint32_t share = c.m.emit(c, op, {pad_spatial(c, ones, p4, 0.0)}, Attrs::of(kernel, strides, pads, c.i("ceil_mode", 0) != 0));
+      y = c.m.emit(c, OpId::k_div, {y, share});
+    }
     return std::vector<uint32_t>{sp.out(widen ? c.m.cast_to(c, y, t) : y)};
   };
 }
@@ -548,26 +441,6 @@ std::vector<uint32_t> transpose(NodeCtx& c) {
   return {c.m.emit(c, OpId::k_permute, {x}, Attrs::of(perm))};
 }
 
-std::vector<uint32_t> slice(NodeCtx& c) {
-  uint32_t x = c.at(0);
-  const int rank = c.m.shape(x).ndim();
-  const std::vector<int64_t> starts = c.m.int_data(c, c.at(1), "starts"), ends = c.m.int_data(c, c.at(2), "ends");
-  std::vector<int64_t> axes = c.given(3) ? c.m.int_data(c, c.in[3], "axes") : std::vector<int64_t>{};
-  std::vector<int64_t> steps = c.given(4) ? c.m.int_data(c, c.in[4], "steps") : std::vector<int64_t>{};
-  if (axes.empty())
-    for (size_t k = 0; k < starts.size(); ++k) axes.push_back((int64_t)k);
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    c.bad("starts, ends, axes and steps differ in length");
-  for (size_t k = 0; k < starts.size(); ++k) {
-    if (steps[k] <= 0) c.unsupported("a step of " + std::to_string(steps[k]) + " (Spore slices forward only)");
-    const int axis = normalize_axis(c, axes[k], rank);
-    x = c.m.emit(c, OpId::k_slice, {x}, Attrs::of((int64_t)axis, starts[k], ends[k], steps[k]));
-  }
-  if (starts.empty()) x = c.m.emit(c, OpId::k_copy, {x});
-  return {x};
-}
-
 std::vector<uint32_t> gather(NodeCtx& c) {
   const uint32_t x = c.at(0);
   uint32_t index = c.at(1);
@@ -617,6 +490,42 @@ std::vector<uint32_t> cast(NodeCtx& c) {
   return {c.m.emit(c, OpId::k_cast, {c.at(0)}, Attrs::of(t))};
 }
 
+// A SparseTensorProto (op set 11's sparse_value) as a dense tensor: the values at the indices
+// (linear [NNZ], or coordinates [NNZ, rank]), zeros elsewhere.
+Tensor dense_of(NodeCtx& c, const ::onnx::SparseTensorProto& sp) {
+  std::vector<int64_t> dims(sp.dims().begin(), sp.dims().end());
+  const int64_t n = checked_numel(dims, c.where + " sparse_value");
+  if (n > lite::kMaxValueElements) c.unsupported("a sparse Constant of over 2^31 elements");
+  const Tensor values = tensor_of(sp.values(), c.where + " sparse_value values");
+  const Tensor indices = tensor_of(sp.indices(), c.where + " sparse_value indices");
+  if (values.ndim() != 1 || indices.dtype() != DType::kInt64) c.bad("sparse_value needs 1-D values and int64 indices");
+  const int64_t nnz = values.numel();
+  const int rank = (int)dims.size();
+  const bool linear = indices.ndim() == 1;
+  if (linear ? indices.numel() != nnz : indices.ndim() != 2 || indices.shape()[0] != nnz || indices.shape()[1] != rank)
+    c.bad("sparse_value's indices do not match its values and dims");
+  const std::vector<int64_t> idx = indices.to_vector<int64_t>();
+  Tensor out = dispatch1(OpId::k_fill, {}, Attrs::of(dims, 0.0, values.dtype())).contiguous();
+  const size_t size = dtype_size(values.dtype());
+  auto* dst = static_cast<uint8_t*>(out.data_ptr());
+  const auto* src = static_cast<const uint8_t*>(values.data_ptr());
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t at = 0;
+    if (linear) {
+      at = idx[(size_t)k];
+    } else {
+      for (int d = 0; d < rank; ++d) {
+        const int64_t i = idx[(size_t)(k * rank + d)];
+        if (i < 0 || i >= dims[d]) c.bad("a sparse_value index is out of range");
+        at = at * dims[d] + i;
+      }
+    }
+    if (at < 0 || at >= n) c.bad("a sparse_value index is out of range");
+    std::memcpy(dst + at * size, src + k * size, size);
+  }
+  return out;
+}
+
 std::vector<uint32_t> constant(NodeCtx& c) {
   if (c.node.attribute_size() != 1) c.bad("a Constant takes exactly one value attribute");
   const AttributeProto& a = c.node.attribute(0);
@@ -631,6 +540,8 @@ std::vector<uint32_t> constant(NodeCtx& c) {
     std::vector<int64_t> v(a.ints().begin(), a.ints().end());
     return {c.m.constant_of(v, Shape{(int64_t)v.size()})};
   }
+  if (a.name() == "sparse_value" && a.type() == AttributeProto::SPARSE_TENSOR) return {c.m.constant(dense_of(c, a.sparse_tensor()))};
+  if (a.name() == "value_string" || a.name() == "value_strings") c.unsupported("a string Constant (Spore has no string dtype)");
   c.unsupported("a Constant of attribute '" + a.name() + "'");
 }
 
@@ -661,6 +572,13 @@ std::vector<uint32_t> constant_of_shape(NodeCtx& c) {
 
 std::vector<uint32_t> clip(NodeCtx& c) {
   uint32_t y = c.at(0);
+  if (c.m.opset < 11) {  // min and max attributes (float), before op set 11
+    const DType t = c.m.dtype(y);
+    if (c.has("min")) y = c.m.emit(c, OpId::k_maximum, {y, c.m.scalar(c.f("min", 0), t)});
+    if (c.has("max")) y = c.m.emit(c, OpId::k_minimum, {y, c.m.scalar(c.f("max", 0), t)});
+    if (y == c.at(0)) y = c.m.emit(c, OpId::k_copy, {y});
+    return {y};
+  }
   if (c.given(1)) y = c.m.emit(c, OpId::k_maximum, {y, c.in[1]});
   if (c.given(2)) y = c.m.emit(c, OpId::k_minimum, {y, c.in[2]});
   if (y == c.at(0)) y = c.m.emit(c, OpId::k_copy, {y});
@@ -668,7 +586,18 @@ std::vector<uint32_t> clip(NodeCtx& c) {
 }
 
 std::vector<uint32_t> softmax_like(NodeCtx& c, OpId op) {
-  return {c.m.emit(c, op, {c.at(0)}, Attrs::of(c.i("axis", -1)))};
+  if (c.m.opset >= 13) return {c.m.emit(c, op, {c.at(0)}, Attrs::of(c.i("axis", -1)))};
+  // Before op set 13 the input is read as 2-D, [prod(dims before axis), prod(dims from axis)]
+  // (axis 1 by default), and the softmax runs over the whole second part.
+  const uint32_t x = c.at(0);
+  const Shape& s = c.m.shape(x);
+  const int64_t a = c.i("axis", 1);
+  if (a < -s.ndim() || a > s.ndim()) c.bad("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(s.ndim()));
+  const int axis = (int)(a < 0 ? a + s.ndim() : a);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < s.ndim(); ++d) (d < axis ? outer : inner) *= s[d];
+  const uint32_t y = c.m.emit(c, op, {c.m.reshape(c, x, {outer, inner})}, Attrs::of(int64_t{1}));
+  return {c.m.reshape(c, y, std::vector<int64_t>(s.begin(), s.end()))};
 }
 
 std::vector<uint32_t> gelu(NodeCtx& c) {
@@ -698,6 +627,7 @@ uint32_t channel(NodeCtx& c, uint32_t p, int rank) {
 
 std::vector<uint32_t> batch_norm(NodeCtx& c) {
   if (c.i("training_mode", 0) != 0) c.unsupported("training_mode = 1");
+  if (c.i("spatial", 1) == 0) c.unsupported("BatchNormalization with spatial = 0 (op set 7-8: per-element statistics)");
   for (int o = 1; o < c.node.output_size(); ++o)
     if (!c.node.output(o).empty()) c.unsupported("BatchNormalization's running statistics outputs");
   const uint32_t x = c.at(0);
@@ -732,7 +662,8 @@ std::vector<uint32_t> split(NodeCtx& c) {
   const Shape& s = c.m.shape(x);
   const int axis = normalize_axis(c, c.i("axis", 0), s.ndim());
   const int n = c.node.output_size();
-  std::vector<int64_t> sizes = c.given(1) ? c.m.int_data(c, c.in[1], "split") : std::vector<int64_t>{};
+  // The sizes: an attribute before op set 13, an input from 13.
+  std::vector<int64_t> sizes = c.m.opset < 13 ? c.ints("split") : c.given(1) ? c.m.int_data(c, c.in[1], "split") : std::vector<int64_t>{};
   if (sizes.empty()) {
     const int64_t parts = c.has("num_outputs") ? c.i("num_outputs", n) : n;
     if (parts <= 0 || parts != n) c.bad("num_outputs does not match the outputs named");
@@ -879,30 +810,6 @@ std::vector<uint32_t> scatter_elements(NodeCtx& c) {
   return {c.m.emit(c, OpId::k_where, {written, updates, x})};
 }
 
-// Pad in constant mode: per axis, a negative pad is a slice and a positive one a concat with a
-// filled block (the constant_value, 0 by default). The other modes are not mapped.
-std::vector<uint32_t> pad(NodeCtx& c) {
-  const std::string mode = c.s("mode", "constant");
-  if (mode != "constant") c.unsupported("Pad in mode '" + mode + "'");
-  uint32_t x = c.at(0);
-  const int rank = c.m.shape(x).ndim();
-  const std::vector<int64_t> pads = c.m.int_data(c, c.at(1), "pads");
-  std::vector<int64_t> axes = c.given(3) ? c.m.int_data(c, c.in[3], "axes") : std::vector<int64_t>{};
-  if (axes.empty())
-    for (int d = 0; d < rank; ++d) axes.push_back(d);
-  if (pads.size() != 2 * axes.size()) c.bad("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) + " axes");
-  double value = 0;
-  if (c.given(2)) {
-    const Tensor& v = c.m.data(c, c.in[2], "constant_value");
-    if (v.numel() != 1) c.bad("constant_value must hold one element");
-    value = v.to(DType::kFloat64).to_vector<double>()[0];
-  }
-  for (size_t k = 0; k < axes.size(); ++k)
-    x = pad_axis(c, x, normalize_axis(c, axes[k], rank), pads[k], pads[k + axes.size()], value);
-  if (x == c.at(0)) x = c.m.emit(c, OpId::k_copy, {x});
-  return {x};
-}
-
 const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> table = [] {
     std::map<std::string, Handler> t;
@@ -974,7 +881,6 @@ const std::map<std::string, Handler>& handlers() {
     t["Squeeze"] = squeeze;
     t["Unsqueeze"] = unsqueeze;
     t["Transpose"] = transpose;
-    t["Slice"] = slice;
     t["Concat"] = [](NodeCtx& c) {
       std::vector<uint32_t> ins;
       for (size_t k = 0; k < c.in.size(); ++k) ins.push_back(c.at(k));
@@ -991,9 +897,9 @@ const std::map<std::string, Handler>& handlers() {
     t["Split"] = split;
     t["Dropout"] = dropout;
     t["CastLike"] = cast_like;
-    t["Pad"] = pad;
     t["RMSNormalization"] = rms_normalization;
     t["ScatterElements"] = scatter_elements;
+    t["Scatter"] = scatter_elements;  // op sets 9-10: ScatterElements without reduction
     t["Size"] = size_of;
     t["Range"] = range;
     t["ReduceL1"] = reduce_composite("l1");
@@ -1004,31 +910,92 @@ const std::map<std::string, Handler>& handlers() {
     for (const char* op : {"Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "ThresholdedRelu", "PRelu",
                            "Swish", "Mish"})
       t[op] = [op = std::string(op)](NodeCtx& c) { return activation(c, op); };
+    add_layout_ops(t);
+    add_resize_ops(t);
+    add_conv_transpose_ops(t);
+    add_recurrent_ops(t);
+    add_control_ops(t);
+    add_math_ops(t);
+    add_nd_index_ops(t);
+    add_topk_ops(t);
     return t;
   }();
   return table;
 }
 
-// The oldest op set whose version of the op has the semantics mapped here: 13 for most (axes
-// as inputs, one-axis Softmax, Dropout's inputs), older for ops unchanged since.
-int64_t oldest_opset(const std::string& op) {
-  // Dropout from 10 (a bool mask; in inference every version is the identity).
-  static const std::map<std::string, int64_t> older = {{"And", 7}, {"Or", 7}, {"Xor", 7}, {"Not", 1}, {"Dropout", 10}};
-  auto it = older.find(op);
-  return it == older.end() ? kOldestOpset : it->second;
+// ---- the graph ----------------------------------------------------------------------------
+// An input extent that is a number: a dim_value of 0 or more. A negative one (exporters write -1)
+// is dynamic, as ONNX Runtime reads it, like a named (dim_param) or an unnamed dimension
+// (NOTE [ONNX dynamic shapes]).
+bool fixed_extent(const ::onnx::TensorShapeProto::Dimension& dim) { return dim.has_dim_value() && dim.dim_value() >= 0; }
+
+// Every node's op, in the graph and its If branches, is one the table maps: checked before any
+// mapping, so that an unmapped op is refused at load even where the mapping itself waits for
+// predict's inputs.
+void check_ops_mapped(const GraphProto& graph, const std::string& label, int depth) {
+  if (depth > kMaxSubgraphDepth)
+    fail(ErrorCode::kUnsupported, label + ": subgraphs nested over " + std::to_string(kMaxSubgraphDepth) + " deep");
+  for (int n = 0; n < graph.node_size(); ++n) {
+    const NodeProto& node = graph.node(n);
+    const std::string where = label + ": node " + std::to_string(n) + " (" + node.op_type() + (node.name().empty() ? "" : " '" + node.name() + "'") + ")";
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      fail(ErrorCode::kUnsupported, where + ": the op domain '" + node.domain() + "' is not mapped onto Spore's ops");
+    if (!handlers().count(node.op_type()))
+      fail(ErrorCode::kUnsupported, where + ": the ONNX op " + node.op_type() + " is not mapped onto Spore's ops (NOTE [ONNX] lists those that are)");
+    for (const AttributeProto& a : node.attribute())
+      if (a.type() == AttributeProto::GRAPH) check_ops_mapped(a.g(), where + " " + a.name(), depth + 1);
+  }
 }
 
-// ---- the graph ----------------------------------------------------------------------------
 int64_t default_opset(const ModelProto& model, const std::string& label) {
   int64_t opset = -1;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   if (opset < 0) fail(ErrorCode::kFormat, label + ": the model imports no default-domain op set (opset_import)");
   if (opset < 1 || opset > kNewestOpset)
-    fail(ErrorCode::kVersion, label + ": the model uses ONNX op set " + std::to_string(opset) + "; Spore reads op sets up to " + std::to_string(kNewestOpset) +
-                                  " (most ops from " + std::to_string(kOldestOpset) + ")" +
-                                  "; convert it (onnx.version_converter.convert_version(model, " + std::to_string(kNewestOpset) + "))");
+    fail(ErrorCode::kVersion, label + ": the model uses ONNX op set " + std::to_string(opset) + "; Spore reads op sets " +
+                                  std::to_string(kOldestOpset) + " to " + std::to_string(kNewestOpset) + "; convert it (onnx.version_converter.convert_version(model, " + std::to_string(kNewestOpset) + "))");
   return opset;
+}
+
+void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label) {
+  const auto& table = handlers();
+  for (int n = 0; n < graph.node_size(); ++n) {
+    const NodeProto& node = graph.node(n);
+    std::string where = label + ": node " + std::to_string(n) + " (" + node.op_type() + (node.name().empty() ? "" : " '" + node.name() + "'") + ")";
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      fail(ErrorCode::kUnsupported, where + ": the op domain '" + node.domain() + "' is not mapped onto Spore's ops");
+    auto it = table.find(node.op_type());
+    if (it == table.end())
+      fail(ErrorCode::kUnsupported, where + ": the ONNX op " + node.op_type() + " is not mapped onto Spore's ops (NOTE [ONNX] lists those that are)");
+    // Before op set 7 binary ops broadcast only under a `broadcast` attribute: such graphs are
+    // refused unless every op is one whose first version means what its newest does.
+    static const std::set<std::string> unchanged_since_1 = {"Not", "Abs", "Neg", "Exp", "Log", "Sqrt", "Relu", "Sigmoid", "Tanh",
+                                                            "Reciprocal", "Identity", "Transpose", "Flatten"};
+    if (m.opset < kOldestOpset && !unchanged_since_1.count(node.op_type()))
+      fail(ErrorCode::kVersion, where + ": op set " + std::to_string(m.opset) + " has an older " + node.op_type() + " than Spore maps (op sets " +
+                                    std::to_string(kOldestOpset) + " to " + std::to_string(kNewestOpset) +
+                                    "); convert the model (onnx.version_converter.convert_version(model, " + std::to_string(kNewestOpset) + "))");
+    NodeCtx c{m, node, {}, where};
+    for (const std::string& name : node.input()) {
+      if (name.empty()) {
+        c.in.push_back(kNone);
+        continue;
+      }
+      auto v = m.names.find(name);
+      if (v == m.names.end())
+        fail(ErrorCode::kFormat, where + " reads '" + name + "', which no graph input, initializer or earlier node makes "
+                                                            "(a dangling name, or a cycle)");
+      c.in.push_back(v->second);
+    }
+    std::vector<uint32_t> outs = it->second(c);
+    for (int o = 0; o < node.output_size(); ++o) {
+      if (node.output(o).empty()) continue;
+      if (o >= (int)outs.size()) c.unsupported("output " + std::to_string(o));
+      if (m.names.count(node.output(o))) c.bad("output '" + node.output(o) + "' is already defined (names must be unique)");
+      m.names[node.output(o)] = outs[o];
+    }
+  }
 }
 
 ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t opset, const std::map<std::string, int64_t>& extents,
@@ -1038,6 +1005,7 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
   m.label = label;
   m.opset = opset;
   m.given = given;
+  m.probing = !given && !extents.empty();
   std::set<std::string> initializer_names;
   for (int k = 0; k < graph.initializer_size(); ++k) {
     const TensorProto& t = graph.initializer(k);
@@ -1074,8 +1042,7 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
       const auto& dim = tt.shape().dim(d);
       std::string symbol;
-      if (dim.has_dim_value()) {
-        if (dim.dim_value() < 0) fail(ErrorCode::kFormat, label + ": input '" + in.name() + "' has a negative extent");
+      if (fixed_extent(dim)) {
         dims.push_back({dim.dim_value(), {}});
         probe_shape.push_back(dim.dim_value());
         continue;
@@ -1090,40 +1057,7 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     m.names[in.name()] = id;
     m.g.inputs.push_back(id);
   }
-  const auto& table = handlers();
-  for (int n = 0; n < graph.node_size(); ++n) {
-    const NodeProto& node = graph.node(n);
-    std::string where = label + ": node " + std::to_string(n) + " (" + node.op_type() + (node.name().empty() ? "" : " '" + node.name() + "'") + ")";
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      fail(ErrorCode::kUnsupported, where + ": the op domain '" + node.domain() + "' is not mapped onto Spore's ops");
-    auto it = table.find(node.op_type());
-    if (it == table.end())
-      fail(ErrorCode::kUnsupported, where + ": the ONNX op " + node.op_type() + " is not mapped onto Spore's ops (NOTE [ONNX] lists those that are)");
-    if (opset < oldest_opset(node.op_type()))
-      fail(ErrorCode::kVersion, where + ": op set " + std::to_string(opset) + " has an older " + node.op_type() +
-                                    " than Spore maps (from op set " + std::to_string(oldest_opset(node.op_type())) +
-                                    "); convert the model (onnx.version_converter.convert_version(model, " +
-                                    std::to_string(kNewestOpset) + "))");
-    NodeCtx c{m, node, {}, where};
-    for (const std::string& name : node.input()) {
-      if (name.empty()) {
-        c.in.push_back(kNone);
-        continue;
-      }
-      auto v = m.names.find(name);
-      if (v == m.names.end())
-        fail(ErrorCode::kFormat, where + " reads '" + name + "', which no graph input, initializer or earlier node makes "
-                                                            "(a dangling name, or a cycle)");
-      c.in.push_back(v->second);
-    }
-    std::vector<uint32_t> outs = it->second(c);
-    for (int o = 0; o < node.output_size(); ++o) {
-      if (node.output(o).empty()) continue;
-      if (o >= (int)outs.size()) c.unsupported("output " + std::to_string(o));
-      if (m.names.count(node.output(o))) c.bad("output '" + node.output(o) + "' is already defined (names must be unique)");
-      m.names[node.output(o)] = outs[o];
-    }
-  }
+  map_nodes(m, graph, label);
   for (const auto& out : graph.output()) {
     auto v = m.names.find(out.name());
     if (v == m.names.end()) fail(ErrorCode::kFormat, label + ": graph output '" + out.name() + "' is made by no node");
@@ -1194,7 +1128,7 @@ ir::Model map_model(const ModelProto& model, const std::string& label, const std
     if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
     const auto& shape = in.type().tensor_type().shape();
     for (int d = 0; d < shape.dim_size(); ++d) {
-      if (shape.dim(d).has_dim_value()) continue;
+      if (fixed_extent(shape.dim(d))) continue;
       const std::string symbol = shape.dim(d).dim_param().empty() ? in.name() + ":" + std::to_string(d) : shape.dim(d).dim_param();
       if (first.count(symbol)) continue;
       const int64_t k = (int64_t)first.size();
@@ -1206,14 +1140,30 @@ ir::Model map_model(const ModelProto& model, const std::string& label, const std
   ir::Model out;
   out.producer_name = model.producer_name().empty() ? "onnx" : model.producer_name();
   out.producer_version = model.producer_version();
-  out.graph = map_graph(model, label, opset, first);
-  if (!first.empty()) mark_symbols(out.graph, map_graph(model, label, opset, second), by_pair, label);
+  check_ops_mapped(model.graph(), label, 0);
+  if (first.empty()) {
+    out.graph = map_graph(model, label, opset, first);
+  } else {
+    // Probed with two sets of stand-in extents for a graph that holds for every extent; where the
+    // probe fails or an extent is baked in, the graph is mapped at predict from the real shapes
+    // (NOTE [ONNX dynamic shapes]).
+    try {
+      out.graph = map_graph(model, label, opset, first);
+      mark_symbols(out.graph, map_graph(model, label, opset, second), by_pair, label);
+    } catch (const InputValueNeeded&) {
+      throw;
+    } catch (const Error& e) {
+      throw InputValueNeeded("", label + ": mapped at predict for the inputs' shapes (with stand-in extents: " + e.what() + ")");
+    }
+  }
   out.metadata.emplace_back("onnx.opset", std::to_string(opset));
   for (const auto& p : model.metadata_props()) out.metadata.emplace_back(p.key(), p.value());
   return out;
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 bool onnx_op_mapped(const std::string& op_type) { return handlers().count(op_type) > 0; }
 
@@ -1234,7 +1184,7 @@ ir::Value declared(const ::onnx::ValueInfoProto& v) {
   dtype_of(tt.elem_type(), out.dtype);
   for (int d = 0; tt.has_shape() && d < tt.shape().dim_size(); ++d) {
     const auto& dim = tt.shape().dim(d);
-    if (dim.has_dim_value()) out.dims.push_back({dim.dim_value(), {}});
+    if (fixed_extent(dim)) out.dims.push_back({dim.dim_value(), {}});
     else out.dims.push_back({-1, dim.dim_param().empty() ? v.name() + ":" + std::to_string(d) : dim.dim_param()});
   }
   return out;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "../io/io_test_util.h"
@@ -68,6 +69,54 @@ std::vector<uint8_t> bytes_of(const ::onnx::ModelProto& m) {
 
 ir::Model read(const ::onnx::ModelProto& m) { return onnx::read_onnx_bytes(bytes_of(m), "t.onnx"); }
 
+void attr_ints(::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void attr_s(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+void add_ints(::onnx::ModelProto& m, const std::string& name, std::vector<int64_t> v) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::INT64);
+  t->add_dims((int64_t)v.size());
+  for (int64_t x : v) t->add_int64_data(x);
+}
+// An If with the given branches (either may be null: missing) on a constant condition.
+::onnx::NodeProto* add_if(::onnx::ModelProto& m, bool cond, const ::onnx::GraphProto* then_g, const ::onnx::GraphProto* else_g,
+                          const std::string& out) {
+  auto* c = m.mutable_graph()->add_initializer();
+  c->set_name("cond_" + out);
+  c->set_data_type(::onnx::TensorProto::BOOL);
+  c->add_int32_data(cond ? 1 : 0);
+  auto* n = add_node(m, "If", {"cond_" + out}, {out}, "if_" + out);
+  for (auto [name, g] : {std::pair{"then_branch", then_g}, std::pair{"else_branch", else_g}}) {
+    if (!g) continue;
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = *g;
+  }
+  return n;
+}
+// A branch graph: op(input) as its one output.
+::onnx::GraphProto branch(const std::string& op, const std::string& input, const std::string& out) {
+  ::onnx::GraphProto g;
+  g.set_name("b_" + out);
+  auto* n = g.add_node();
+  n->set_op_type(op);
+  n->add_input(input);
+  n->add_output(out);
+  g.add_output()->set_name(out);
+  return g;
+}
+
 TEST(OnnxImport, TruncatedOrForeignBytesAreFormatErrors) {
   auto m = base_model();
   add_input(m, "x", {"2", "3"});
@@ -106,25 +155,27 @@ TEST(OnnxImport, DanglingNamesAndCyclesNameTheNode) {
 TEST(OnnxImport, UnknownOpsDomainsAndVersionsAreNamed) {
   auto m = base_model();
   add_input(m, "x", {"2"});
-  add_node(m, "Hardmax", {"x"}, {"y"}, "h");
+  add_node(m, "NonZero", {"x"}, {"y"}, "h");
   add_output(m, "y");
-  expect_error([&] { read(m); }, ErrorCode::kUnsupported, "node 0 (Hardmax 'h')", "Hardmax is not mapped");
+  expect_error([&] { read(m); }, ErrorCode::kUnsupported, "node 0 (NonZero 'h')", "NonZero is not mapped");
   auto d = base_model();
   add_input(d, "x", {"2"});
   add_node(d, "Relu", {"x"}, {"y"})->set_domain("com.microsoft");
   add_output(d, "y");
   expect_error([&] { read(d); }, ErrorCode::kUnsupported, "com.microsoft");
-  auto old = base_model(9);
+  // Before op set 7, Add broadcast only under an attribute: refused; Relu meant then what it means now.
+  auto old = base_model(6);
   add_input(old, "x", {"2"});
-  add_node(old, "Relu", {"x"}, {"y"});
+  add_node(old, "Relu", {"x"}, {"r"});
+  add_node(old, "Add", {"r", "x"}, {"y"});
   add_output(old, "y");
-  expect_error([&] { read(old); }, ErrorCode::kVersion, "node 0 (Relu)", "op set 9", "from op set 13", "convert_version");
+  expect_error([&] { read(old); }, ErrorCode::kVersion, "node 1 (Add)", "op set 6", "op sets 7 to", "convert_version");
   auto future = base_model(onnx::kNewestOpset + 1);
   add_input(future, "x", {"2"});
   add_node(future, "Relu", {"x"}, {"y"});
   add_output(future, "y");
   expect_error([&] { read(future); }, ErrorCode::kVersion, "op set " + std::to_string(onnx::kNewestOpset + 1),
-               "up to " + std::to_string(onnx::kNewestOpset));
+               "to " + std::to_string(onnx::kNewestOpset));
 }
 
 TEST(OnnxImport, BadTensorDataAndOverflowingShapesAreFormatErrors) {
@@ -246,6 +297,212 @@ TEST(OnnxImport, AnExtentReadFromASymbolIsMappedAtPredict) {
     const auto y = model.predict(std::vector<Tensor>{x});
     EXPECT_EQ(y[0].shape(), Shape({n, 6}));
     EXPECT_EQ(y[0].to_vector<float>(), x.to_vector<float>());
+  }
+}
+
+// Hostile shapes in the new ops are refused before anything of their size is allocated.
+TEST(OnnxImport, AResizeOrPadToAnEnormousSizeIsRefusedBeforeAnyAllocation) {
+  auto r = base_model(13);
+  add_input(r, "x", {"1", "1", "4", "4"});
+  add_ints(r, "sizes", {1, 1, 1000000, 1000000});
+  add_node(r, "Resize", {"x", "", "", "sizes"}, {"y"}, "big");
+  add_output(r, "y");
+  expect_error([&] { read(r); }, ErrorCode::kUnsupported, "node 0 (Resize 'big')", "2^31");
+  auto s = base_model(13);
+  add_input(s, "x", {"1", "1", "4", "4"});
+  add_floats(s, "scales", {4}, {1, 1, 1e9f, 1e9f});
+  add_node(s, "Resize", {"x", "", "scales"}, {"y"}, "big");
+  add_output(s, "y");
+  expect_error([&] { read(s); }, ErrorCode::kUnsupported, "node 0 (Resize 'big')");
+  auto p = base_model(13);
+  add_input(p, "x", {"1", "4"});
+  add_ints(p, "pads", {0, 0, 0, int64_t{1} << 40});
+  attr_s(add_node(p, "Pad", {"x", "pads"}, {"y"}, "wide"), "mode", "reflect");
+  add_output(p, "y");
+  expect_error([&] { read(p); }, ErrorCode::kUnsupported, "node 0 (Pad 'wide')", "2^31");
+}
+
+// If branches: the one taken is mapped in place; a branch reading its own output (a cycle), a
+// missing branch, a branch with the wrong number of outputs and deep nesting are typed errors.
+TEST(OnnxImport, IllFormedIfBranchesAreTypedErrors) {
+  auto ok = base_model(13);
+  add_input(ok, "x", {"2"});
+  const auto neg = branch("Neg", "x", "t"), relu = branch("Relu", "x", "e");
+  add_if(ok, false, &neg, &relu, "y");
+  add_output(ok, "y");
+  const ir::Model mapped = read(ok);
+  ASSERT_EQ(mapped.graph.nodes.size(), 1u);
+  EXPECT_EQ(mapped.graph.nodes[0].def->name, "relu");
+
+  auto cyclic = base_model(13);
+  add_input(cyclic, "x", {"2"});
+  const auto self = branch("Neg", "t", "t");
+  add_if(cyclic, true, &self, &relu, "y");
+  add_output(cyclic, "y");
+  expect_error([&] { read(cyclic); }, ErrorCode::kFormat, "then_branch", "'t'", "cycle");
+
+  auto missing = base_model(13);
+  add_input(missing, "x", {"2"});
+  add_if(missing, false, &neg, nullptr, "y");
+  add_output(missing, "y");
+  expect_error([&] { read(missing); }, ErrorCode::kFormat, "If 'if_y'", "else_branch is missing");
+
+  auto two = base_model(13);
+  add_input(two, "x", {"2"});
+  auto wide = neg;
+  wide.add_output()->set_name("x");
+  add_if(two, true, &wide, &relu, "y");
+  add_output(two, "y");
+  expect_error([&] { read(two); }, ErrorCode::kFormat, "then_branch has 2 outputs");
+
+  // 20 Ifs, each the then-branch of the one outside it (deeper, protobuf refuses to parse it).
+  ::onnx::GraphProto inner = branch("Neg", "x", "d20");
+  for (int k = 19; k >= 0; --k) {
+    // (appended: GCC 12 warns falsely on "literal" + std::to_string in this loop)
+    const std::string at = std::to_string(k), cond = std::string("c").append(at), out = std::string("d").append(at);
+    ::onnx::GraphProto outer;
+    outer.set_name(std::string("g").append(at));
+    auto* c = outer.add_initializer();
+    c->set_name(cond);
+    c->set_data_type(::onnx::TensorProto::BOOL);
+    c->add_int32_data(1);
+    auto* n = outer.add_node();
+    n->set_op_type("If");
+    n->add_input(cond);
+    n->add_output(out);
+    auto* a = n->add_attribute();
+    a->set_name("then_branch");
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = inner;
+    outer.add_output()->set_name(out);
+    inner = outer;
+  }
+  auto deep = base_model(13);
+  add_input(deep, "x", {"2"});
+  add_if(deep, true, &inner, &relu, "y");
+  add_output(deep, "y");
+  expect_error([&] { read(deep); }, ErrorCode::kUnsupported, "nested over");
+}
+
+// A Loop is unrolled while its known trip count and condition allow: a huge trip count, or a
+// condition that never turns false, is refused by name instead of unrolling without end.
+TEST(OnnxImport, ALoopWithAHugeTripCountIsRefused) {
+  auto m = base_model(13);
+  add_input(m, "x", {"2"});
+  add_ints(m, "trips", {int64_t{1} << 40});
+  m.mutable_graph()->mutable_initializer(0)->clear_dims();  // a 0-d trip count
+  ::onnx::GraphProto body;
+  body.set_name("body");
+  for (const char* in : {"i", "cond_in", "v_in"}) body.add_input()->set_name(in);
+  auto* id = body.add_node();
+  id->set_op_type("Identity");
+  id->add_input("cond_in");
+  id->add_output("cond_out");
+  auto* neg = body.add_node();
+  neg->set_op_type("Neg");
+  neg->add_input("v_in");
+  neg->add_output("v_out");
+  body.add_output()->set_name("cond_out");
+  body.add_output()->set_name("v_out");
+  auto* loop = add_node(m, "Loop", {"trips", "", "x"}, {"y"}, "forever");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body;
+  add_output(m, "y");
+  expect_error([&] { read(m); }, ErrorCode::kUnsupported, "node 0 (Loop 'forever')", "iterations");
+  // Three iterations of Neg: -x.
+  m.mutable_graph()->mutable_initializer(0)->set_int64_data(0, 3);
+  const ir::Model three = read(m);
+  EXPECT_EQ(three.graph.nodes.size(), 3u);
+}
+
+// Ops whose form changed between op sets map as the model's op set defines them: Slice 9's,
+// Clip 10's and Pad 10's attributes, Split 12's `split` attribute, Softmax 11's 2-D reading.
+TEST(OnnxImport, OlderOpSetFormsMapAsTheirVersionDefines) {
+  TempDir dir;
+  auto run = [&](::onnx::ModelProto& m, const std::vector<Tensor>& ins) {
+    const auto b = bytes_of(m);
+    std::ofstream(dir / "old.onnx", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+    return lite::Model::build_from_file(dir / "old.onnx").predict(ins);
+  };
+  auto attr_f = [](::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  const Tensor x = Tensor::from_vector(std::vector<float>{-2, 0.5f, 3}, Shape{3});
+
+  auto slice = base_model(9);
+  add_input(slice, "x", {"3"});
+  auto* sl = add_node(slice, "Slice", {"x"}, {"y"});
+  attr_ints(sl, "starts", {1});
+  attr_ints(sl, "ends", {3});
+  add_output(slice, "y");
+  EXPECT_EQ(run(slice, {x})[0].to_vector<float>(), (std::vector<float>{0.5f, 3}));
+
+  auto clip = base_model(10);
+  add_input(clip, "x", {"3"});
+  auto* cl = add_node(clip, "Clip", {"x"}, {"y"});
+  attr_f(cl, "min", -1);
+  attr_f(cl, "max", 1);
+  add_output(clip, "y");
+  EXPECT_EQ(run(clip, {x})[0].to_vector<float>(), (std::vector<float>{-1, 0.5f, 1}));
+
+  auto pad = base_model(10);
+  add_input(pad, "x", {"3"});
+  auto* pd = add_node(pad, "Pad", {"x"}, {"y"});
+  attr_ints(pd, "pads", {1, 2});
+  attr_s(pd, "mode", "reflect");
+  add_output(pad, "y");
+  EXPECT_EQ(run(pad, {x})[0].to_vector<float>(), (std::vector<float>{0.5f, -2, 0.5f, 3, 0.5f, -2}));
+
+  auto split = base_model(12);
+  add_input(split, "x", {"3"});
+  attr_ints(add_node(split, "Split", {"x"}, {"a", "b"}), "split", {1, 2});
+  add_output(split, "a");
+  add_output(split, "b");
+  const auto parts = run(split, {x});
+  EXPECT_EQ(parts[0].to_vector<float>(), (std::vector<float>{-2}));
+  EXPECT_EQ(parts[1].to_vector<float>(), (std::vector<float>{0.5f, 3}));
+
+  // Softmax before 13: [2, 2, 2] read as [2, 4] at axis 1, normalised over all four.
+  auto soft = base_model(11);
+  add_input(soft, "x", {"2", "2", "2"});
+  add_node(soft, "Softmax", {"x"}, {"y"});
+  add_output(soft, "y");
+  const std::vector<float> v = {0, 1, 2, 3, -1, 0, 1, 5};
+  const auto y = run(soft, {Tensor::from_vector(v, Shape{2, 2, 2})})[0].to_vector<float>();
+  for (int r = 0; r < 2; ++r) {
+    double total = 0;
+    for (int k = 0; k < 4; ++k) total += std::exp((double)v[(size_t)(r * 4 + k)]);
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(y[(size_t)(r * 4 + k)], std::exp((double)v[(size_t)(r * 4 + k)]) / total, 1e-6) << r << k;
+  }
+}
+
+// A CNN whose image extents are symbolic maps from the real shapes at predict: stand-in extents
+// too small for its pooling (a 4x4 stride then a 3x3 window) no longer refuse it at load, and
+// each input signature keeps its mapping.
+TEST(OnnxImport, SymbolicImageExtentsAreMappedFromTheRealShapes) {
+  TempDir dir;
+  auto m = base_model(11);
+  add_input(m, "x", {"1", "1", "H", "-1"});
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(3)->set_dim_value(-1);
+  auto* mp = add_node(m, "MaxPool", {"x"}, {"p"});
+  attr_ints(mp, "kernel_shape", {4, 4});
+  attr_ints(mp, "strides", {4, 4});
+  attr_ints(add_node(m, "AveragePool", {"p"}, {"y"}), "kernel_shape", {3, 3});
+  add_output(m, "y");
+  const auto b = bytes_of(m);
+  std::ofstream(dir / "cnn.onnx", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+  lite::Model model = lite::Model::build_from_file(dir / "cnn.onnx");
+  for (const auto& hw : {std::pair<int64_t, int64_t>{16, 20}, {24, 12}, {16, 20}}) {
+    const Tensor x = random_uniform({1, 1, hw.first, hw.second}, 7, -1, 1);
+    const Tensor want = avg_pool2d(max_pool2d(x, {{4, 4}, {4, 4}}), {{3, 3}, {1, 1}});
+    const auto y = model.predict(std::vector<Tensor>{x});
+    EXPECT_EQ(y[0].shape(), want.shape());
+    EXPECT_EQ(y[0].to_vector<float>(), want.to_vector<float>()) << hw.first << "x" << hw.second;
   }
 }
 

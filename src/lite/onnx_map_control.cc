@@ -1,0 +1,133 @@
+// ONNX If and Loop onto the mapping itself (NOTE [ONNX dynamic shapes]): Lite has no control flow, so an If
+// whose condition is known when the graph is mapped (an initializer or Constant, or a small value
+// computed from predict's inputs, which then re-maps when those values change) is replaced by the
+// nodes of the branch it takes; a Loop whose trip count and condition are known is unrolled (at most
+// 4,096 iterations). A condition computed from large values is refused by name.
+#include <cmath>
+
+#include "lite/onnx_mapper.h"
+
+namespace spore::onnx::detail {
+namespace {
+
+std::vector<uint32_t> if_op(NodeCtx& c) {
+  Mapper& m = c.m;
+  if (m.probing)  // the condition may be computed from an extent that the stand-ins do not have
+    throw InputValueNeeded("", c.where + ": an If under symbolic input extents is mapped at predict, from the real shapes");
+  const Tensor& cond = m.data(c, c.at(0), "condition (Lite runs an If whose condition is known when the graph is mapped)");
+  if (cond.numel() != 1) c.bad("the condition must hold one element");
+  const bool then = cond.contiguous().to(DType::kFloat64).to_vector<double>()[0] != 0;
+  const char* branch = then ? "then_branch" : "else_branch";
+  const AttributeProto* a = find_attr(c.node, branch);
+  if (!a || a->type() != AttributeProto::GRAPH) c.bad(std::string(branch) + " is missing or not a graph");
+  if (m.depth >= kMaxSubgraphDepth) c.unsupported("If branches nested over " + std::to_string(kMaxSubgraphDepth) + " deep");
+  const GraphProto& g = a->g();
+  // The branch sees the outer names; its own are dropped after it (they are local to it).
+  const std::map<std::string, uint32_t> outer = m.names;
+  ++m.depth;
+  for (int k = 0; k < g.initializer_size(); ++k) {
+    const TensorProto& t = g.initializer(k);
+    if (m.names.count(t.name())) c.bad(std::string(branch) + " initializer '" + t.name() + "' is already defined");
+    m.names[t.name()] = m.constant(tensor_of(t, c.where + " " + branch + " initializer '" + t.name() + "'"));
+  }
+  map_nodes(m, g, c.where + " " + branch);
+  std::vector<uint32_t> outs;
+  for (const auto& o : g.output()) {
+    auto it = m.names.find(o.name());
+    if (it == m.names.end()) c.bad(std::string(branch) + " output '" + o.name() + "' is made by no node");
+    outs.push_back(it->second);
+  }
+  --m.depth;
+  m.names = outer;
+  if ((int)outs.size() != c.node.output_size())
+    c.bad(std::string(branch) + " has " + std::to_string(outs.size()) + " outputs; the If has " + std::to_string(c.node.output_size()));
+  return outs;
+}
+
+// More iterations than this would unroll into a graph too large to plan: refused.
+constexpr int64_t kMaxIterations = 4096;
+
+// The one-element value of input k as a number, known when the graph is mapped.
+double scalar_of(NodeCtx& c, uint32_t id, const char* what) {
+  const Tensor& t = c.m.data(c, id, what);
+  if (t.numel() != 1) c.bad(std::string(what) + " must hold one element");
+  return t.contiguous().to(DType::kFloat64).to_vector<double>()[0];
+}
+
+// Loop, unrolled: each iteration maps the body with its inputs bound to the iteration number, the
+// condition and the loop-carried values, while the trip count and the condition (both known when
+// the graph is mapped) allow; scan outputs are stacked on a new first axis.
+std::vector<uint32_t> loop_op(NodeCtx& c) {
+  Mapper& m = c.m;
+  if (m.probing) throw InputValueNeeded("", c.where + ": a Loop under symbolic input extents is mapped at predict, from the real shapes");
+  const AttributeProto* a = find_attr(c.node, "body");
+  if (!a || a->type() != AttributeProto::GRAPH) c.bad("body is missing or not a graph");
+  if (m.depth >= kMaxSubgraphDepth) c.unsupported("subgraphs nested over " + std::to_string(kMaxSubgraphDepth) + " deep");
+  const GraphProto& body = a->g();
+  const int carried = (int)c.in.size() - 2;
+  if (carried < 0) c.bad("Loop takes a trip count and a condition (either may be empty)");
+  if (body.input_size() != carried + 2 || body.output_size() < carried + 1)
+    c.bad("the body has " + std::to_string(body.input_size()) + " inputs and " + std::to_string(body.output_size()) + " outputs for " +
+          std::to_string(carried) + " loop-carried values");
+  const int scans = body.output_size() - 1 - carried;
+  if (c.node.output_size() != carried + scans) c.bad("the Loop's outputs do not match its body's");
+  const bool counted = c.given(0);
+  const double trips = counted ? scalar_of(c, c.in[0], "trip count") : INFINITY;
+  bool go = c.given(1) ? scalar_of(c, c.in[1], "condition") != 0 : true;
+  if (!counted && !c.given(1)) c.unsupported("a Loop with neither a trip count nor a condition (it never ends)");
+  if (trips > (double)kMaxIterations && !c.given(1))
+    c.unsupported("a Loop of " + std::to_string(trips) + " iterations (unrolled: at most " + std::to_string(kMaxIterations) + ")");
+  std::vector<uint32_t> values(c.in.begin() + 2, c.in.end());
+  for (uint32_t v : values)
+    if (v == kNone) c.bad("a loop-carried initial value is missing");
+  std::vector<std::vector<uint32_t>> scanned((size_t)scans);
+  const std::map<std::string, uint32_t> outer = m.names;
+  ++m.depth;
+  int64_t i = 0;
+  for (; go && (double)i < trips; ++i) {
+    if (i >= kMaxIterations) c.unsupported("a Loop of over " + std::to_string(kMaxIterations) + " iterations (unrolled)");
+    m.names = outer;
+    m.names[body.input(0).name()] = m.constant_of(std::vector<int64_t>{i}, Shape{});
+    m.names[body.input(1).name()] = m.constant(Tensor::from_vector(std::vector<uint8_t>{go ? uint8_t{1} : uint8_t{0}}, Shape{}).to(DType::kBool));
+    for (int k = 0; k < carried; ++k) m.names[body.input(k + 2).name()] = values[(size_t)k];
+    for (int k = 0; k < body.initializer_size(); ++k)
+      m.names[body.initializer(k).name()] = m.constant(tensor_of(body.initializer(k), c.where + " body initializer"));
+    map_nodes(m, body, c.where + " body (iteration " + std::to_string(i) + ")");
+    std::vector<uint32_t> outs;
+    for (const auto& o : body.output()) {
+      auto it = m.names.find(o.name());
+      if (it == m.names.end()) c.bad("body output '" + o.name() + "' is made by no node");
+      outs.push_back(it->second);
+    }
+    go = scalar_of(c, outs[0], "condition the body computes (Lite unrolls a Loop whose condition is known when the graph is mapped)") != 0;
+    for (int k = 0; k < carried; ++k) values[(size_t)k] = outs[(size_t)k + 1];
+    for (int k = 0; k < scans; ++k) scanned[(size_t)k].push_back(outs[(size_t)(1 + carried + k)]);
+  }
+  --m.depth;
+  m.names = outer;
+  std::vector<uint32_t> result = values;
+  for (auto& parts : scanned) {
+    if (parts.empty()) c.unsupported("a scan output of a Loop that runs no iteration (its shape is unknown)");
+    std::vector<uint32_t> lifted;
+    for (uint32_t p : parts) {
+      const Shape& s = m.shape(p);
+      std::vector<int64_t> shape = {1};
+      shape.insert(shape.end(), s.begin(), s.end());
+      lifted.push_back(m.reshape(c, p, shape));
+    }
+    result.push_back(lifted.size() == 1 ? lifted[0] : m.emit(c, OpId::k_concat, lifted, Attrs::of(int64_t{0})));
+  }
+  // Loop-carried values that come out unchanged are copied (an output names its own value).
+  for (uint32_t& r : result)
+    if (r == kNone) c.bad("a Loop output has no value");
+  return result;
+}
+
+}  // namespace
+
+void add_control_ops(HandlerTable& t) {
+  t["If"] = if_op;
+  t["Loop"] = loop_op;
+}
+
+}  // namespace spore::onnx::detail

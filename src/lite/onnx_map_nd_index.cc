@@ -1,0 +1,104 @@
+// ONNX GatherND and ScatterND onto registry ops (NOTE [ONNX op sets]): the k index components of
+// each tuple become one linear index into data's first k axes flattened (sum of component times
+// stride, negatives wrapped), so GatherND is an index_select and ScatterND a scatter_add over that
+// flattened axis. YOLO-style detector exports carry ScatterND (in-place box decoding).
+#include "lite/onnx_mapper.h"
+
+namespace spore::onnx::detail {
+namespace {
+
+// The linear index [M] of the tuples in `indices` [..., k] into data's first k axes.
+uint32_t linear_index(NodeCtx& c, uint32_t data, uint32_t indices, int64_t* tuples) {
+  Mapper& m = c.m;
+  const Shape ds = m.shape(data), is = m.shape(indices);
+  if (is.ndim() < 1) c.bad("indices must have at least one axis");
+  const int64_t k = is[is.ndim() - 1];
+  if (k < 1 || k > ds.ndim()) c.bad("the index tuples have " + std::to_string(k) + " components for data of rank " + std::to_string(ds.ndim()));
+  if (c.i("batch_dims", 0) != 0) c.unsupported("batch_dims other than 0");
+  std::vector<int64_t> stride((size_t)k), extent((size_t)k);
+  int64_t s = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    stride[(size_t)j] = s;
+    extent[(size_t)j] = ds[(int)j];
+    s *= ds[(int)j];
+  }
+  const uint32_t idx = m.cast_to(c, indices, DType::kInt64);
+  const uint32_t ext = m.constant_of(extent, Shape{k});
+  const uint32_t wrapped = m.emit(c, OpId::k_where, {m.emit(c, OpId::k_lt, {idx, m.scalar(0, DType::kInt64)}),
+                                                     m.emit(c, OpId::k_add, {idx, ext}), idx});
+  const uint32_t lin = m.emit(c, OpId::k_sum, {m.emit(c, OpId::k_mul, {wrapped, m.constant_of(stride, Shape{k})})},
+                              Attrs::of(std::vector<int64_t>{is.ndim() - 1}, false));
+  *tuples = 1;
+  for (int d = 0; d + 1 < is.ndim(); ++d) *tuples *= is[d];
+  return m.reshape(c, lin, {*tuples});
+}
+
+// data as [prod(first k axes), rest...].
+uint32_t flattened(NodeCtx& c, uint32_t data, int64_t k, std::vector<int64_t>* rest) {
+  const Shape ds = c.m.shape(data);
+  int64_t lead = 1;
+  for (int d = 0; d < k; ++d) lead *= ds[d];
+  rest->assign(ds.begin() + k, ds.end());
+  std::vector<int64_t> shape = {lead};
+  shape.insert(shape.end(), rest->begin(), rest->end());
+  return c.m.reshape(c, data, shape);
+}
+
+std::vector<uint32_t> gather_nd(NodeCtx& c) {
+  const uint32_t data = c.at(0), indices = c.at(1);
+  const Shape is = c.m.shape(indices);
+  int64_t tuples;
+  const uint32_t lin = linear_index(c, data, indices, &tuples);
+  std::vector<int64_t> rest;
+  const int64_t k = is[is.ndim() - 1];
+  const uint32_t y = c.m.emit(c, OpId::k_index_select, {flattened(c, data, k, &rest), lin}, Attrs::of(int64_t{0}));
+  std::vector<int64_t> out(is.begin(), is.end() - 1);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return {c.m.reshape(c, y, out)};
+}
+
+std::vector<uint32_t> scatter_nd(NodeCtx& c) {
+  const std::string reduction = c.s("reduction", "none");
+  if (reduction != "none" && reduction != "add") c.unsupported("ScatterND with reduction '" + reduction + "'");
+  const uint32_t data = c.at(0), indices = c.at(1), updates = c.at(2);
+  const Shape ds = c.m.shape(data), is = c.m.shape(indices);
+  int64_t tuples;
+  const uint32_t lin = linear_index(c, data, indices, &tuples);
+  std::vector<int64_t> rest;
+  const int64_t k = is[is.ndim() - 1];
+  const uint32_t flat = flattened(c, data, k, &rest);
+  std::vector<int64_t> ushape = {tuples};
+  ushape.insert(ushape.end(), rest.begin(), rest.end());
+  if (c.m.shape(updates).numel() != Shape(ushape).numel()) c.bad("updates do not have the shape indices.shape[:-1] + data.shape[k:]");
+  const uint32_t upd = c.m.reshape(c, updates, ushape);
+  // scatter_add takes an index of the updates' shape: each tuple's linear index along axis 0.
+  std::vector<int64_t> lifted(ushape.size(), 1);
+  lifted[0] = tuples;
+  const uint32_t index = c.m.emit(c, OpId::k_expand, {c.m.reshape(c, lin, lifted)}, Attrs::of(ushape));
+  const std::vector<int64_t> fshape = [&] {
+    const Shape& s = c.m.shape(flat);
+    return std::vector<int64_t>(s.begin(), s.end());
+  }();
+  uint32_t y;
+  if (reduction == "add") {
+    y = c.m.emit(c, OpId::k_scatter_add, {flat, index, upd}, Attrs::of(int64_t{0}));
+  } else {
+    // Written cells take the update (the spec leaves duplicate tuples undefined), others keep data.
+    const DType t = c.m.dtype(data);
+    const uint32_t zeros = c.m.emit(c, OpId::k_fill, {}, Attrs::of(fshape, 0.0, t));
+    const uint32_t ones = c.m.emit(c, OpId::k_fill, {}, Attrs::of(ushape, 1.0, t));
+    const uint32_t written = c.m.emit(c, OpId::k_gt, {c.m.emit(c, OpId::k_scatter_add, {zeros, index, ones}, Attrs::of(int64_t{0})), c.m.scalar(0, t)});
+    const uint32_t values = c.m.emit(c, OpId::k_scatter_add, {zeros, index, upd}, Attrs::of(int64_t{0}));
+    y = c.m.emit(c, OpId::k_where, {written, values, flat});
+  }
+  return {c.m.reshape(c, y, std::vector<int64_t>(ds.begin(), ds.end()))};
+}
+
+}  // namespace
+
+void add_nd_index_ops(HandlerTable& t) {
+  t["GatherND"] = gather_nd;
+  t["ScatterND"] = scatter_nd;
+}
+
+}  // namespace spore::onnx::detail

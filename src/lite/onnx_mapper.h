@@ -1,0 +1,184 @@
+// The ONNX importer's mapping state (NOTE [ONNX]), shared by the files that map ONNX ops onto
+// registry ops: onnx_import.cc (the graph walk and most ops), onnx_map_layout.cc (Pad modes,
+// negative-step Slice, DepthToSpace, Tile, Trilu, CumSum), onnx_map_resize.cc (Resize, Upsample),
+// onnx_map_conv_transpose.cc, onnx_map_recurrent.cc (LSTM, GRU, RNN), onnx_map_control.cc (If) and
+// onnx_map_math.cc (rounding, Mod, OneHot, Hardmax, group and Lp normalisation) and
+// onnx_map_nd_index.cc (GatherND, ScatterND) and onnx_map_topk.cc.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lite/import_graph.h"
+#include "spore/error.h"
+#include "spore/onnx.h"
+#include "spore/ops.h"
+
+namespace spore::onnx::detail {
+
+using ::onnx::AttributeProto;
+using ::onnx::GraphProto;
+using ::onnx::ModelProto;
+using ::onnx::NodeProto;
+using ::onnx::TensorProto;
+
+inline constexpr uint32_t kNone = UINT32_MAX;  // an omitted optional input
+// Nested If branches deeper than this are refused (a hostile file could nest thousands).
+inline constexpr int kMaxSubgraphDepth = 16;
+// Values at most this large whose inputs are all known when the graph is mapped are computed then
+// (constants folded; with predict's inputs, NOTE [ONNX dynamic shapes]).
+inline constexpr int64_t kMaxKnownElements = 4096;
+
+[[noreturn]] inline void fail(ErrorCode code, const std::string& what) { throw Error(code, what); }
+
+bool dtype_of(int32_t t, DType& out);
+std::string onnx_type_name(int32_t t);
+int64_t checked_numel(const std::vector<int64_t>& dims, const std::string& what);
+Tensor tensor_of(const TensorProto& t, const std::string& what);
+const AttributeProto* find_attr(const NodeProto& n, const std::string& name);
+
+struct Mapper;
+
+// One ONNX node being mapped: its inputs (value ids, kNone when omitted) and helpers.
+struct NodeCtx {
+  Mapper& m;
+  const NodeProto& node;
+  std::vector<uint32_t> in;
+  std::string where;  // "node 3 (Conv 'conv1')"
+
+  [[noreturn]] void unsupported(const std::string& what) const {
+    fail(ErrorCode::kUnsupported, where + ": " + what + " is not mapped onto Spore's ops");
+  }
+  [[noreturn]] void bad(const std::string& what) const { fail(ErrorCode::kFormat, where + ": " + what); }
+  int64_t i(const std::string& name, int64_t dflt) const;
+  double f(const std::string& name, double dflt) const;
+  std::string s(const std::string& name, const std::string& dflt) const;
+  bool has(const std::string& name) const { return find_attr(node, name) != nullptr; }
+  std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> dflt = {}) const;
+  std::vector<double> floats(const std::string& name, std::vector<double> dflt = {}) const;
+  std::vector<std::string> strings(const std::string& name) const;
+  // Input k, required.
+  uint32_t at(size_t k) const {
+    if (k >= in.size() || in[k] == kNone) bad("input " + std::to_string(k) + " is required");
+    return in[k];
+  }
+  bool given(size_t k) const { return k < in.size() && in[k] != kNone; }
+};
+
+struct Mapper : lite::GraphBuilder {
+  std::string label;
+  int64_t opset = 0;
+  int depth = 0;  // of If branches being mapped
+  // Mapping with stand-in extents for symbolic dimensions (NOTE [ONNX dynamic shapes]): a choice
+  // that could depend on an extent (an If) defers the mapping to predict.
+  bool probing = false;
+  std::map<std::string, uint32_t> names;
+  const std::map<std::string, Tensor>* given = nullptr;  // read_onnx_with_inputs: every input's tensor
+  std::set<std::string> used;                             // the inputs whose values were read
+  // Small computed values whose inputs are all known: with predict's inputs given, their values
+  // and the inputs they come from (`known`); without, the values that will be known then
+  // (`derivable`), so that reading one defers the mapping to predict (InputValueNeeded).
+  std::map<uint32_t, std::pair<Tensor, std::set<std::string>>> known;
+  std::set<uint32_t> derivable;
+
+  template <typename T>
+  uint32_t constant_of(const std::vector<T>& values, const Shape& shape) {
+    return constant(Tensor::from_vector(values, shape));
+  }
+  bool is_constant(uint32_t id) const {
+    return g.values[id].kind == ir::ValueKind::kConstant || g.values[id].kind == ir::ValueKind::kParameter;
+  }
+  // The data of a value that must be known when the graph is mapped (a Reshape's shape, Slice's
+  // starts, If's condition): an initializer, a Constant, or, with predict's inputs, a small
+  // value computed from them.
+  const Tensor& data(const NodeCtx& c, uint32_t id, const char* what);
+  std::vector<int64_t> int_data(const NodeCtx& c, uint32_t id, const char* what);
+  std::vector<double> float_data(const NodeCtx& c, uint32_t id, const char* what);
+  // Emits one registry op; its outputs get shapes from the registry's inference.
+  std::vector<uint32_t> emit_all(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {});
+  uint32_t emit(const NodeCtx& c, OpId op, const std::vector<uint32_t>& ins, const Attrs& attrs = {}) {
+    return emit_all(c, op, ins, attrs)[0];
+  }
+  uint32_t reshape(const NodeCtx& c, uint32_t x, std::vector<int64_t> shape) {
+    return emit(c, OpId::k_reshape, {x}, Attrs::of(std::move(shape)));
+  }
+  uint32_t cast_to(const NodeCtx& c, uint32_t x, DType t) {
+    return dtype(x) == t ? x : emit(c, OpId::k_cast, {x}, Attrs::of(t));
+  }
+  uint32_t scalar(double v, DType t) {
+    Tensor s = Tensor::from_vector(std::vector<double>{v}, Shape{});
+    return constant(t == DType::kFloat64 ? s : dispatch1(OpId::k_cast, {s}, Attrs::of(t)));
+  }
+  // x's slices at the constant `index` along `axis` (index_select): the layout ops' one primitive.
+  uint32_t take(const NodeCtx& c, uint32_t x, int axis, const std::vector<int64_t>& index) {
+    return emit(c, OpId::k_index_select, {x, constant_of(index, Shape{(int64_t)index.size()})}, Attrs::of((int64_t)axis));
+  }
+};
+
+inline int normalize_axis(const NodeCtx& c, int64_t axis, int rank) {
+  if (axis < -rank || axis >= std::max(rank, 1)) c.bad("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return (int)(axis < 0 ? axis + rank : axis);
+}
+
+using Handler = std::function<std::vector<uint32_t>(NodeCtx&)>;
+using HandlerTable = std::map<std::string, Handler>;
+
+// x with `begin` and `end` cells of `value` added along `axis` (negative: cells cut off).
+uint32_t pad_axis(NodeCtx& c, uint32_t x, int axis, int64_t begin, int64_t end, double value);
+// Conv and pool padding as [top, left, bottom, right], auto_pad resolved.
+std::vector<int64_t> resolve_pads(NodeCtx& c, const Shape& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                  const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads);
+
+// Maps the nodes of `graph` (the model's, or an If branch's) into m, reading and defining names
+// in m.names.
+void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label);
+
+// The ops each file adds to the table.
+void add_layout_ops(HandlerTable& t);
+void add_resize_ops(HandlerTable& t);
+void add_conv_transpose_ops(HandlerTable& t);
+void add_recurrent_ops(HandlerTable& t);
+void add_control_ops(HandlerTable& t);
+void add_math_ops(HandlerTable& t);
+void add_nd_index_ops(HandlerTable& t);
+void add_topk_ops(HandlerTable& t);
+
+// Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
+// height of 1, every per-axis attribute getting the neutral value for the height in front.
+struct Spatial {
+  NodeCtx& c;
+  bool lifted = false;
+  Spatial(NodeCtx& ctx, uint32_t x) : c(ctx) {
+    const int rank = c.m.shape(x).ndim();
+    if (rank != 3 && rank != 4)
+      c.unsupported("a " + std::to_string(rank - 2) + "-D spatial input (Spore maps 1-D and 2-D, NCHW)");
+    lifted = rank == 3;
+  }
+  uint32_t in(uint32_t v) const {
+    if (!lifted) return v;
+    const Shape& s = c.m.shape(v);
+    return c.m.reshape(c, v, {s[0], s[1], 1, s[2]});
+  }
+  uint32_t out(uint32_t v) const {
+    if (!lifted) return v;
+    const Shape& s = c.m.shape(v);
+    return c.m.reshape(c, v, {s[0], s[1], s[3]});
+  }
+  std::vector<int64_t> ints(const std::string& name, int64_t neutral) const {
+    std::vector<int64_t> v = c.ints(name, lifted ? std::vector<int64_t>{neutral} : std::vector<int64_t>{neutral, neutral});
+    if (v.size() != (lifted ? 1u : 2u)) c.bad(name + " has " + std::to_string(v.size()) + " values for " + (lifted ? "1" : "2") + " spatial axes");
+    if (lifted) v.insert(v.begin(), neutral);
+    return v;
+  }
+  std::vector<int64_t> pads() const {
+    std::vector<int64_t> v = c.ints("pads", std::vector<int64_t>(lifted ? 2 : 4, 0));
+    if (v.size() != (lifted ? 2u : 4u)) c.bad("pads has " + std::to_string(v.size()) + " values");
+    return lifted ? std::vector<int64_t>{0, v[0], 0, v[1]} : v;
+  }
+};
+}  // namespace spore::onnx::detail
