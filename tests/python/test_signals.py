@@ -4,12 +4,12 @@ and glibc later aborted with "corrupted size vs. prev_size while consolidating".
 kernels] in docs/design.md: no asynchronous signal is delivered to a thread while it runs a oneDNN
 primitive; it waits until the call returns.
 
-Each case starts a child that loops over GIL-free calls (matmuls of several shapes, a transposed
-one, conv2d, max/avg pooling), checking every result against NumPy, while this process sends it
-SIGUSR1 (the child counts them in a Python handler) at random 0.5-3 ms intervals, then SIGINT.
-The child must end with KeyboardInterrupt and Python's clean SIGINT exit, every time, with every
+A child per oneDNN ISA (all at once) loops over GIL-free calls (matmuls of several shapes, a
+transposed one, conv2d, max/avg pooling), checking every result against NumPy, while this process
+sends it SIGUSR1 (the child counts them in a Python handler) at random 0.5-3 ms intervals, then
+SIGINT. Each child must end with KeyboardInterrupt and Python's clean SIGINT exit, with every
 result right. Run by ctest as `python.signals` (label concurrency; scripts/stress-tests.sh
-repeats it); without the fix about one child in two died of a heap abort or SIGSEGV.
+repeats it); without the fix the AVX2 child died of a heap abort in every run.
 """
 import os
 import random
@@ -79,30 +79,6 @@ def cpu_has_avx2():
         return False
 
 
-def run_child(extra_env, seconds, seed):
-    env = dict(os.environ, **extra_env)
-    p = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
-    try:
-        assert p.stdout.readline().strip() == "ready", p.stderr.read()
-        rnd = random.Random(seed)
-        sent = 0
-        end = time.monotonic() + seconds
-        while time.monotonic() < end and p.poll() is None:
-            time.sleep(rnd.uniform(0.0005, 0.003))
-            p.send_signal(signal.SIGUSR1)
-            sent += 1
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-        start = time.monotonic()
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    return p.returncode, out, err, sent, time.monotonic() - start
-
-
 # The default oneDNN ISA, and oneDNN limited to AVX2 (the kernels an AVX2-only CPU such as AMD
 # Zen 3 runs, where the JIT GEMM moves rsp; the AVX-512 path mostly runs brgemm kernels instead).
 CASES = [("best", {})]
@@ -110,17 +86,54 @@ if cpu_has_avx2():
     CASES.append(("avx2", {"ONEDNN_MAX_CPU_ISA": "AVX2", "SPORE_CPU_ISA": "avx2"}))
 
 
-@pytest.mark.parametrize("name,extra_env", CASES, ids=[c[0] for c in CASES])
-def test_signals_during_gil_free_calls_leave_the_heap_intact(name, extra_env):
-    seconds = float(os.environ.get("SPORE_SIGNAL_TEST_SECONDS", "1.5"))
-    for child in range(2):
-        rc, out, err, sent, ended_in = run_child(extra_env, seconds, seed=child)
-        what = f"child {child} ({name}): exit {rc}, {sent} SIGUSR1 sent\nstdout: {out}\nstderr tail: {err[-2000:]}"
+def run_children(code, envs, usr1_seconds, sigint_after=0.0, seed=0):
+    """Starts one child per env at once (the cases share the test's seconds), sends each SIGUSR1
+    at random 0.5-3 ms intervals for usr1_seconds, waits sigint_after, then sends SIGINT.
+    Returns (returncode, stdout, stderr, SIGUSR1 sent, seconds from SIGINT to exit) per child."""
+    kids = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=dict(os.environ, **env)) for env in envs]
+    try:
+        for p in kids:
+            assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        rnd = random.Random(seed)
+        sent = [0] * len(kids)
+        end = time.monotonic() + usr1_seconds
+        while time.monotonic() < end:
+            time.sleep(rnd.uniform(0.0005, 0.003))
+            for i, p in enumerate(kids):
+                if p.poll() is None:
+                    p.send_signal(signal.SIGUSR1)
+                    sent[i] += 1
+        time.sleep(sigint_after)
+        start = time.monotonic()
+        for p in kids:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        results = []
+        for i, p in enumerate(kids):
+            out, err = p.communicate(timeout=60)
+            results.append((p.returncode, out, err, sent[i], time.monotonic() - start))
+        return results
+    finally:
+        for p in kids:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def clean_interrupt(rc, err):
+    # Python ends an unhandled KeyboardInterrupt by re-raising SIGINT with the default action:
+    # -SIGINT is a clean exit; a heap abort is -SIGABRT, a stack or heap smash often -SIGSEGV.
+    return rc == -signal.SIGINT and "KeyboardInterrupt" in err
+
+
+def test_signals_during_gil_free_calls_leave_the_heap_intact():
+    seconds = float(os.environ.get("SPORE_SIGNAL_TEST_SECONDS", "1.0"))
+    results = run_children(CHILD, [env for _, env in CASES], seconds)
+    for (name, _), (rc, out, err, sent, ended_in) in zip(CASES, results):
+        what = f"{name}: exit {rc}, {sent} SIGUSR1 sent\nstdout: {out}\nstderr tail: {err[-2000:]}"
         assert "mismatch" not in out, what
-        # Python ends an unhandled KeyboardInterrupt by re-raising SIGINT with the default action:
-        # -SIGINT is a clean exit; a heap abort is -SIGABRT, a stack or heap smash often -SIGSEGV.
-        assert rc == -signal.SIGINT, what
-        assert "KeyboardInterrupt" in err, what
+        assert clean_interrupt(rc, err), what
         assert "interrupted after" in out, what
         calls = int(out.split("interrupted after ")[1].split()[0])
         handled = int(out.split(" calls, ")[1].split()[0])
@@ -128,30 +141,19 @@ def test_signals_during_gil_free_calls_leave_the_heap_intact(name, extra_env):
         assert ended_in < 10, what  # promptly
 
 
-@pytest.mark.parametrize("name,extra_env", CASES, ids=[c[0] for c in CASES])
-def test_ctrl_c_interrupts_a_loop_of_long_calls(name, extra_env):
+def test_ctrl_c_interrupts_a_loop_of_long_calls():
     """SIGINT during a loop of GIL-free matmuls ends the program with KeyboardInterrupt, promptly,
     and with Python's clean SIGINT exit (moved here from test_two_runtimes.py: the case issue 25
-    saw die of a heap abort in 6 runs of 8 on an AVX2-only CPU)."""
+    saw die of a heap abort in 6 runs of 8 on an AVX2-only CPU), at each oneDNN ISA."""
     code = ("import numpy as np, spore as ms, sys\n"
             "a = ms.Tensor(np.ones((256, 256), np.float32))\n"
             "print('ready', flush=True)\n"
             "while True:\n"
             "    a = ms.ops.matmul(a, a) * (1.0 / 256)\n")
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ, **extra_env))
-    try:
-        assert p.stdout.readline().strip() == "ready"
-        time.sleep(0.3)
-        p.send_signal(signal.SIGINT)
-        start = time.monotonic()
-        _, err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert "KeyboardInterrupt" in err and p.returncode == -signal.SIGINT, (p.returncode, err[-2000:])
-    assert time.monotonic() - start < 10
+    results = run_children(code, [env for _, env in CASES], 0.0, sigint_after=0.3)
+    for (name, _), (rc, _, err, _, ended_in) in zip(CASES, results):
+        assert clean_interrupt(rc, err), (name, rc, err[-2000:])
+        assert ended_in < 10, name
 
 
 DATASET_CHILD = r"""
@@ -178,17 +180,7 @@ def test_ctrl_c_while_map_workers_call_python_exits_cleanly():
     """Ctrl-C in a loop over a dataset whose map workers (C++ threads) call a Python function: the
     pass stays referenced by the traceback, so its workers must be stopped before the interpreter
     finalizes (NOTE [Passes at exit]); a worker that asked for the GIL later was ended by Python
-    with pthread_exit ("FATAL: exception not rethrown", or SIGSEGV) in every run before."""
-    for child in range(3):
-        p = subprocess.Popen([sys.executable, "-c", DATASET_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
-        try:
-            assert p.stdout.readline().strip() == "ready"
-            time.sleep(0.2 + 0.1 * child)
-            p.send_signal(signal.SIGINT)
-            _, err = p.communicate(timeout=30)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        assert "KeyboardInterrupt" in err and p.returncode == -signal.SIGINT, (child, p.returncode, err[-2000:])
+    with pthread_exit ("FATAL: exception not rethrown", or SIGSEGV) in 8 runs of 8 before."""
+    results = run_children(DATASET_CHILD, [{}, {}], 0.0, sigint_after=0.3)
+    for child, (rc, _, err, _, _) in enumerate(results):
+        assert clean_interrupt(rc, err), (child, rc, err[-2000:])
