@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
 # Makes flaky tests visible (issue 25): runs every ctest test labelled `concurrency` (threads,
-# sockets, signals, timing; docs/testing.md says which and how to label one) many times in a row,
+# sockets, signals, timing; docs/testing.md says which and how to label one) again and again,
 # first on a quiet machine, then with the machine loaded by compile jobs, and fails if any single
 # run fails. A race that shows once in fifty runs on a busy machine shows here, not in a user's
 # first `scripts/test.sh`.
 #
 #   bash scripts/stress-tests.sh [build-dir]          (default build/release, already built)
 #
+# Each pass runs up to SPORE_STRESS_REPEAT rounds; a round is one `ctest -L concurrency` over the
+# whole set, SPORE_STRESS_JOBS tests at a time, each test at most 120 s. Bounded time: the quiet
+# pass may use 40% of SPORE_STRESS_BUDGET_S, the loaded pass the rest; a pass starts a round only
+# while the slowest round so far still fits, and says how many fitted when that is fewer than
+# asked (a slow machine runs fewer rounds; it never runs past the budget by more than a round).
+#
 # Environment:
-#   SPORE_STRESS_REPEAT=20      runs of each test per pass (ctest --repeat until-fail:N)
-#   SPORE_STRESS_BUDGET_S=420   the whole script's time limit; the passes share it
+#   SPORE_STRESS_REPEAT=20      rounds per pass
+#   SPORE_STRESS_BUDGET_S=450   the whole script's time (about 8 minutes with the set-up)
+#   SPORE_STRESS_JOBS=4         tests at a time (most wait on sockets and child processes; more
+#                               tests than cores is part of the stress)
 #   SPORE_STRESS_LOAD_JOBS=2    compile jobs that load the machine in the second pass
 #
-# Bounded time: a first single run of the set measures it; when REPEAT runs of both passes would
-# not fit in the budget, each pass runs as many times as fit (at least 3), and the script says so.
-# Each pass is also killed at its share of the budget (a hung test fails the script, it does not
-# stall CI). The load is the project's own compiler commands (compile_commands.json) compiling to
-# /dev/null without ccache: real compiler load that writes nothing into any build folder.
+# The load is the project's own compiler commands (compile_commands.json) compiling to /dev/null
+# without ccache: real compiler load that writes nothing into any build folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/progress.sh
 build=${1:-build/release}
 repeat=${SPORE_STRESS_REPEAT:-20}
-budget=${SPORE_STRESS_BUDGET_S:-420}
+budget=${SPORE_STRESS_BUDGET_S:-450}
+jobs=${SPORE_STRESS_JOBS:-4}
 load_jobs=${SPORE_STRESS_LOAD_JOBS:-2}
 started=$(date +%s)
 
@@ -33,27 +39,49 @@ if [ "${count:-0}" -eq 0 ]; then
   exit 1
 fi
 
-# run_set WHAT REPEATS SECONDS: the labelled set, each test up to REPEATS times, killed after
-# SECONDS. ctest prints a line per run: those go to the log only; failures and the summary show.
-run_set() {
-  local what="$1" runs="$2" secs="$3" rc=0 t0
-  t0=$(date +%s)
-  echo "==> stress: $count concurrency tests x $runs ($what)"
-  echo "### stress: $what, $runs runs each, at most ${secs}s" >> "$SPORE_SETUP_LOG"
-  timeout -k 10 "$secs" ctest --test-dir "$build" -L concurrency -j2 --timeout 120 --output-on-failure \
-    --repeat until-fail:"$runs" 2>&1 | tee -a "$SPORE_SETUP_LOG" |
-    awk '/\*\*\*(Failed|Timeout|Exception)|Not Run|tests passed|The following tests FAILED|^[ \t]+[0-9]+ - / { print "    " $0; fflush() }' ||
-    rc=$?
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-    echo "==> FAILED: stress ($what) did not finish in ${secs}s: a test hangs, or the labelled set grew" >&2
-  elif [ "$rc" -ne 0 ]; then
-    echo "==> FAILED: stress ($what): a concurrency test failed at least once; full output: $SPORE_SETUP_LOG" >&2
+# round: one run of the labelled set; ctest's output goes to the log, failures are shown.
+round() {
+  local rc=0
+  timeout -k 10 300 ctest --test-dir "$build" -L concurrency -j"$jobs" --timeout 120 --output-on-failure \
+    > "$work/round.log" 2>&1 || rc=$?
+  cat "$work/round.log" >> "$SPORE_SETUP_LOG"
+  if [ "$rc" -ne 0 ]; then
+    grep -E '\*\*\*(Failed|Timeout|Exception)|Not Run|tests passed|^[[:space:]]+[0-9]+ - ' "$work/round.log" |
+      sed 's/^/    /' >&2 || true
   fi
-  echo "    ($what: $(( $(date +%s) - t0 ))s)"
   return "$rc"
 }
 
+# pass WHAT DEADLINE: rounds until $repeat of them passed or the next would end after DEADLINE.
+pass() {
+  local what="$1" deadline="$2" passed=0 slowest=0 t0 took now
+  echo "==> stress: $count concurrency tests, up to $repeat rounds ($what)"
+  echo "### stress: $what" >> "$SPORE_SETUP_LOG"
+  local pass_start
+  pass_start=$(date +%s)
+  while [ "$passed" -lt "$repeat" ]; do
+    now=$(date +%s)
+    if [ "$passed" -gt 0 ] && [ $((now + slowest)) -gt "$deadline" ]; then
+      echo "    $passed of $repeat rounds fitted in the time ($what; the slowest took ${slowest}s)"
+      break
+    fi
+    t0=$now
+    if ! round; then
+      echo "==> FAILED: stress ($what): a concurrency test failed in round $((passed + 1)); full output: $SPORE_SETUP_LOG" >&2
+      return 1
+    fi
+    took=$(( $(date +%s) - t0 ))
+    [ "$took" -gt "$slowest" ] && slowest=$took
+    passed=$((passed + 1))
+    if spore_is_tty; then printf '\r\033[K    round %d/%d passed (%ds)' "$passed" "$repeat" "$took"; fi
+  done
+  spore_is_tty && printf '\r\033[K'
+  echo "    $what: $passed rounds of $count tests passed in $(( $(date +%s) - pass_start ))s"
+  rounds+=("$passed")
+}
+
 # The compile jobs of the loaded pass: each worker is its own process group, killed at exit.
+work=$(mktemp -d)
 load_pids=()
 stop_load() {
   local pid
@@ -61,16 +89,15 @@ stop_load() {
   for pid in "${load_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   load_pids=()
 }
-trap stop_load EXIT
+trap 'stop_load; rm -rf "$work"' EXIT
 start_load() {
-  local cmds
-  cmds=$(mktemp)
-  python3 - "$build/compile_commands.json" > "$cmds" <<'EOF'
+  python3 - "$build/compile_commands.json" > "$work/load-commands" <<'EOF'
 import json, shlex, sys
-# Heavy translation units of the project, compiled to /dev/null: no object, no dependency file.
-entries = [e for e in json.load(open(sys.argv[1])) if "/src/" in e["file"] and e["file"].endswith(".cc")]
+# Translation units of the project, compiled to /dev/null: no object, no dependency file.
+entries = [e for e in json.load(open(sys.argv[1]))
+           if "/src/" in e["file"] and "/generated/" not in e["file"] and e["file"].endswith(".cc")]
 entries.sort(key=lambda e: e["file"])
-for e in entries[:60]:
+for e in entries[::4]:  # a spread over the tree
     args = shlex.split(e["command"])
     if "ccache" in args[0]:
         args = args[1:]
@@ -87,36 +114,20 @@ for e in entries[:60]:
         out.append(a)
     print("cd " + shlex.quote(e["directory"]) + " && " + shlex.join(out + ["-o", "/dev/null"]))
 EOF
-  [ -s "$cmds" ] || { echo "stress: no compile commands to load the machine with" >&2; return 1; }
+  [ -s "$work/load-commands" ] || { echo "stress: no compile commands to load the machine with" >&2; return 1; }
   local j
   for ((j = 0; j < load_jobs; j++)); do
     # shuf: the workers compile different files at any moment
     setsid bash -c 'while :; do shuf "$1" | while read -r c; do CCACHE_DISABLE=1 bash -c "$c" >/dev/null 2>&1; done; done' \
-      _ "$cmds" &
+      _ "$work/load-commands" &
     load_pids+=("$!")
   done
+  echo "    load: $load_jobs compile jobs"
 }
 
-# 1. One run of the set: a quick failure, and how long one run takes.
-t0=$(date +%s)
-run_set "once" 1 "$budget"
-once=$(( $(date +%s) - t0 ))
-[ "$once" -ge 1 ] || once=1
-
-# 2. How many runs fit: the loaded pass is counted twice as slow as the quiet one.
-left=$(( budget - ($(date +%s) - started) ))
-fit=$(( left / (3 * once) ))
-runs=$repeat
-if [ "$fit" -lt "$runs" ]; then
-  runs=$(( fit < 3 ? 3 : fit ))
-  echo "    one run of the set takes ${once}s: $runs runs per pass fit in the ${budget}s budget, not $repeat"
-fi
-quiet_secs=$(( left / 3 ))
-loaded_secs=$(( left - quiet_secs ))
-
-run_set "quiet machine" "$runs" "$quiet_secs"
+rounds=()
+pass "quiet machine" $((started + budget * 2 / 5))
 start_load
-echo "    load: $load_jobs compile jobs"
-run_set "loaded machine" "$runs" "$loaded_secs"
+pass "loaded machine" $((started + budget))
 stop_load
-echo "==> stress: passed, $count tests x $runs runs on a quiet and on a loaded machine in $(( $(date +%s) - started ))s"
+echo "==> stress: passed: $count tests, ${rounds[0]} rounds quiet and ${rounds[1]} loaded, in $(( $(date +%s) - started ))s"
