@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: set up, build the release and the AddressSanitizer+UBSan presets, and run the whole
-# suite under both. Exits non-zero if anything fails. A counter per suite; failing tests and the
-# summary are shown, ctest's full output is in outputs/setup.log.
+# suite under both (the release one followed by the stress pass over the `concurrency` tests).
+# Exits non-zero if anything fails. A counter per suite; failing tests and the summary are shown,
+# ctest's full output is in outputs/setup.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/progress.sh
@@ -9,6 +10,11 @@ bash scripts/build.sh release
 # The LLM tests run the embedded default model (skipped, saying so, without it): fetched quietly.
 step "fetching the embedded model (SmolLM2-135M-Instruct)" bash scripts/fetch-model.sh
 test_preset release
+# Every test labelled `concurrency` again, 20 times on a quiet and on a loaded machine, bounded in
+# time (docs/testing.md); SPORE_SKIP_STRESS=1 skips it.
+if [ "${SPORE_SKIP_STRESS:-0}" != 1 ]; then
+  bash scripts/stress-tests.sh
+fi
 if [ "${SPORE_SKIP_ASAN:-0}" != 1 ]; then
   bash scripts/build.sh asan
   test_preset asan

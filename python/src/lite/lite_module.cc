@@ -9,6 +9,7 @@
 #include <pybind11/stl/filesystem.h>
 
 #include <memory>
+#include <mutex>
 
 #include "common/convert.h"
 #include "common/errors.h"
@@ -23,13 +24,33 @@ using spore::py_bind::tensor_to_array;
 namespace {
 
 // The model plus the signature it was asked for (get_inputs returns tensors to fill).
+// A built model and the lock that serialises its use. predict runs with the GIL released, so
+// another Python thread may call predict, resize or build_from_file on the same Model meanwhile:
+// each call holds its own reference to the built model (a rebuild replaces it without freeing it
+// under a running predict) and takes the lock with the GIL released (a call that waits for the
+// lock never holds the GIL that the one holding the lock may need to free a NumPy input).
+struct Built {
+  explicit Built(lite::Model m) : model(std::move(m)) {}
+  lite::Model model;
+  std::mutex mu;
+};
+
 struct PyModel {
-  std::unique_ptr<lite::Model> model;
-  lite::Model& get() {
-    if (!model) throw Error(ErrorCode::kValue, "Model: call build_from_file(path, ModelType, context) first");
-    return *model;
+  std::shared_ptr<Built> built;
+  std::shared_ptr<Built> get() const {
+    if (!built) throw Error(ErrorCode::kValue, "Model: call build_from_file(path, ModelType, context) first");
+    return built;
   }
 };
+
+// Runs fn(model) under the model's lock, with the GIL released.
+template <typename Fn>
+auto with_model(const PyModel& pm, Fn&& fn) {
+  std::shared_ptr<Built> b = pm.get();
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(b->mu);
+  return fn(b->model);
+}
 
 py::tuple shape_tuple(const Tensor& t) {
   py::tuple s(t.ndim());
@@ -105,23 +126,28 @@ PYBIND11_MODULE(_spore_lite, m) {
       .def(py::init<>())
       .def("build_from_file", [](PyModel& pm, const std::filesystem::path& path, lite::ModelType type,
                                  const lite::Context& ctx) {
-        py::gil_scoped_release nogil;
-        pm.model = std::make_unique<lite::Model>(lite::Model::build_from_file(path, type, ctx));
-      }, py::arg("model_path"), py::arg("model_type"), py::arg("context"))
-      .def("predict", [](PyModel& pm, py::iterable inputs) {
-        std::vector<Tensor> in;
-        for (auto h : inputs) in.push_back(input_of(h));
-        std::vector<Tensor> out;
+        std::shared_ptr<Built> b;
         {
           py::gil_scoped_release nogil;
-          out = pm.get().predict(in);
+          b = std::make_shared<Built>(lite::Model::build_from_file(path, type, ctx));
         }
-        return out;
+        pm.built = std::move(b);
+      }, py::arg("model_path"), py::arg("model_type"), py::arg("context"))
+      .def("predict", [](PyModel& pm, py::iterable inputs) {
+        std::vector<Tensor> in;  // copies: the inputs live until the call returns
+        for (auto h : inputs) in.push_back(input_of(h));
+        return with_model(pm, [&](lite::Model& m) { return m.predict(in); });
       }, py::arg("inputs"))
-      .def("resize", [](PyModel& pm, std::map<std::string, std::vector<int64_t>> shapes) { pm.get().resize(shapes); })
-      .def("input_infos", [](PyModel& pm) { return pm.get().inputs(); })
-      .def("output_infos", [](PyModel& pm) { return pm.get().outputs(); })
-      .def_property_readonly("target", [](PyModel& pm) { return pm.get().target(); })
-      .def_property_readonly("skipped_targets", [](PyModel& pm) { return pm.get().skipped_targets(); });
+      .def("resize", [](PyModel& pm, std::map<std::string, std::vector<int64_t>> shapes) {
+        with_model(pm, [&](lite::Model& m) { m.resize(shapes); return 0; });
+      })
+      .def("input_infos", [](PyModel& pm) { return with_model(pm, [](lite::Model& m) { return m.inputs(); }); })
+      .def("output_infos", [](PyModel& pm) { return with_model(pm, [](lite::Model& m) { return m.outputs(); }); })
+      .def_property_readonly("target", [](PyModel& pm) {
+        return with_model(pm, [](lite::Model& m) { return m.target(); });
+      })
+      .def_property_readonly("skipped_targets", [](PyModel& pm) {
+        return with_model(pm, [](lite::Model& m) { return m.skipped_targets(); });
+      });
   m.def("readable_ir_versions", &lite::readable_ir_versions);
 }

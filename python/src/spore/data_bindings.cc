@@ -10,6 +10,9 @@
 #include "spore/bindings.h"
 #include "spore/data.h"
 
+#include <algorithm>
+#include <mutex>
+
 namespace py = pybind11;
 
 namespace spore::py_bind {
@@ -45,9 +48,13 @@ data::Row row_of(py::handle item, const char* producer) {
   return row;
 }
 
-// Wraps the body of a Python callback: the GIL, and Python exceptions kept by ticket.
+// Wraps the body of a Python callback: the GIL, and Python exceptions kept by ticket. Never once
+// the interpreter is finalizing: a thread that asks for the GIL then is ended with pthread_exit
+// by Python, which unwinds C++ frames that do not expect it (NOTE [Passes at exit]).
 template <typename F>
 auto with_python(F&& f) -> decltype(f()) {
+  if (!Py_IsInitialized())
+    throw Error(ErrorCode::kValue, "the Python interpreter is exiting: the pipeline's Python function was not called");
   py::gil_scoped_acquire gil;
   try {
     return f();
@@ -58,18 +65,62 @@ auto with_python(F&& f) -> decltype(f()) {
 
 py::object out_value(const Tensor& t, bool numpy) { return numpy ? py::object(tensor_to_array(t)) : py::cast(t); }
 
-// A pass over a pipeline as Python holds it. Ending a pass stops and joins the map workers, which
-// may be waiting for the GIL to call a Python function: the GIL is released while they stop, or a
-// loop left early (break, an exception) would deadlock the interpreter.
+// A pass over a pipeline as Python holds it. NOTE [Passes at exit]: a pass's map workers are
+// C++ threads that take the GIL to call Python. Ending a pass stops and joins them, with the GIL
+// released (they may be waiting for it). That must happen before the interpreter finalizes: a
+// KeyboardInterrupt in a loop over a dataset leaves the pass referenced by the traceback until
+// the modules are torn down, and a worker that then asks for the GIL is ended by Python with
+// pthread_exit (an abort, "FATAL: exception not rethrown", or a crash). So every live pass is
+// registered, and an atexit function (atexit runs while the interpreter is intact) closes them
+// all. next() and close() take the pass's lock with the GIL released, so a second Python thread
+// never iterates or closes a pass under a running next().
+struct PassState {
+  std::mutex mu;
+  std::unique_ptr<data::TupleIterator> it;  // null once closed
+  void close() {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mu);
+    it.reset();
+  }
+};
+
+std::vector<std::weak_ptr<PassState>>& live_passes() {  // touched with the GIL held
+  static auto* v = new std::vector<std::weak_ptr<PassState>>();  // never destroyed: used at exit
+  return *v;
+}
+
+void close_live_passes() {
+  std::vector<std::weak_ptr<PassState>> passes;
+  passes.swap(live_passes());
+  for (auto& w : passes)
+    if (auto p = w.lock()) p->close();
+}
+
 struct PyPass {
-  std::unique_ptr<data::TupleIterator> it;
-  explicit PyPass(data::TupleIterator i) : it(std::make_unique<data::TupleIterator>(std::move(i))) {}
+  std::shared_ptr<PassState> state = std::make_shared<PassState>();
+  explicit PyPass(data::TupleIterator i) {
+    state->it = std::make_unique<data::TupleIterator>(std::move(i));
+    auto& live = live_passes();
+    live.erase(std::remove_if(live.begin(), live.end(), [](const auto& w) { return w.expired(); }), live.end());
+    live.push_back(state);
+  }
   PyPass(PyPass&&) = default;
   ~PyPass() {
-    if (it && Py_IsInitialized() && PyGILState_Check()) {
-      py::gil_scoped_release nogil;
-      it.reset();
-    }
+    if (state && Py_IsInitialized() && PyGILState_Check()) state->close();
+  }
+
+  std::optional<data::Row> next() {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (!state->it)
+      throw Error(ErrorCode::kValue, "this dataset iterator was closed when the interpreter began to exit");
+    return state->it->next();
+  }
+  std::vector<std::string> column_names() const {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (!state->it) return {};
+    return state->it->column_names();
   }
 };
 
@@ -79,17 +130,14 @@ void bind_data(py::module_& root) {
   py::module_ m = root.def_submodule("data", "the dataset pipeline (spore::data)");
   py::class_<PyPass>(m, "TupleIterator", py::module_local())
       .def("next", [](PyPass& p, bool numpy) -> py::object {
-        std::optional<data::Row> row;
-        {
-          py::gil_scoped_release nogil;
-          row = p.it->next();
-        }
+        std::optional<data::Row> row = p.next();
         if (!row) return py::none();
         py::list out;
         for (const Tensor& t : *row) out.append(out_value(t, numpy));
         return out;
       }, py::arg("output_numpy") = false)
-      .def_property_readonly("column_names", [](const PyPass& p) { return p.it->column_names(); });
+      .def_property_readonly("column_names", [](const PyPass& p) { return p.column_names(); });
+  py::module_::import("atexit").attr("register")(py::cpp_function(&close_live_passes));
 
   py::class_<data::Dataset>(m, "Dataset", py::module_local())
       .def("map", [](const data::Dataset& d, py::function f, std::vector<std::string> in, std::vector<std::string> out,

@@ -1,6 +1,9 @@
 // spore.ops: the registry's ops under their MindSpore names (mindspore.ops), with MindSpore's
 // argument names and defaults where they differ from the C++ API's (NOTE [Python modules]).
-// Long kernels (matmul, convolution, pooling) run with the GIL released.
+// Long kernels (matmul, convolution, pooling) run with the GIL released. Their tensors are taken
+// by value, copied while the GIL is held: the call owns a reference to every input for its whole
+// duration, whatever another Python thread does meanwhile to the objects it was passed (such as
+// Parameter.set_data, which rebinds the tensor inside the Python object).
 #include <pybind11/stl.h>
 
 #include "common/convert.h"
@@ -165,7 +168,7 @@ void bind_ops(py::module_& root) {
   m.def("argmin", [](const Tensor& x, std::optional<int64_t> axis, bool keep) { return argmin(x, axis, keep); },
         py::arg("input"), py::arg("axis") = py::none(), py::arg("keepdims") = false);
   // linear algebra
-  m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, py::arg("input"),
+  m.def("matmul", [](Tensor a, Tensor b) { return matmul(a, b); }, py::arg("input"),
         py::arg("other"), Release());
   // shapes and views
   m.def("reshape", [](const Tensor& x, std::vector<int64_t> s) { return reshape(x, s); }, py::arg("input"),
@@ -246,7 +249,7 @@ void bind_ops(py::module_& root) {
     return scatter_add(x, axis, idx, src);
   }, py::arg("input_x"), py::arg("indices"), py::arg("updates"), py::arg("axis") = 0, py::arg("reduction") = "add");
   // convolution and pooling (NCHW)
-  m.def("conv2d", [](const Tensor& x, const Tensor& w, std::optional<Tensor> bias, py::object stride,
+  m.def("conv2d", [](Tensor x, Tensor w, std::optional<Tensor> bias, py::object stride,
                      const std::string& pad_mode, py::object padding, py::object dilation, int64_t groups) {
     Conv2dOptions o;
     o.stride = pair_of(stride, "stride");
@@ -266,13 +269,13 @@ void bind_ops(py::module_& root) {
     return y;
   }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1,
      py::arg("pad_mode") = "valid", py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1);
-  m.def("max_pool2d", [](const Tensor& x, py::object k, py::object s, py::object p, bool ceil) {
+  m.def("max_pool2d", [](Tensor x, py::object k, py::object s, py::object p, bool ceil) {
     Pool2dOptions o = pool_options(k, s, p, ceil);
     py::gil_scoped_release nogil;
     return max_pool2d(x, o);
   }, py::arg("x"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
      py::arg("ceil_mode") = false);
-  m.def("avg_pool2d", [](const Tensor& x, py::object k, py::object s, py::object p, bool ceil) {
+  m.def("avg_pool2d", [](Tensor x, py::object k, py::object s, py::object p, bool ceil) {
     Pool2dOptions o = pool_options(k, s, p, ceil);
     py::gil_scoped_release nogil;
     return avg_pool2d(x, o);

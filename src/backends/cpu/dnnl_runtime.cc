@@ -5,6 +5,9 @@
 
 #include <vector>
 
+#include "signal_mask.h"
+#include "thread_pool.h"
+
 namespace spore::cpu::dnnl_rt {
 
 dnnl::engine& engine() {
@@ -33,6 +36,10 @@ void execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch,
     if (scratch_buf.size() < sbytes) scratch_buf.resize(sbytes);
     args.insert_or_assign(DNNL_ARG_SCRATCHPAD, memory(scratch, scratch_buf.data()));
   }
+  // No asynchronous signal reaches a thread inside oneDNN's JIT kernels (NOTE [Signals and
+  // kernels]): held on this thread until the call returns, blocked for good on the workers.
+  SignalsHeld held;
+  shield_openmp_team();
   prim.execute(stream, args);
   stream.wait();
 }

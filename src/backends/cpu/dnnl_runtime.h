@@ -10,6 +10,9 @@
 //   sets it to the calling thread's spore::num_threads() (NOTE [Context scopes]) before each
 //   call. The OpenMP entry points are looked up at run time in the libgomp that libdnnl already
 //   loaded, so Spore needs no OpenMP flags of its own for it.
+// * execute() runs the primitive with the calling thread's asynchronous signals held and the
+//   team's workers blocking them: oneDNN's JIT GEMM moves rsp into the heap, where a signal frame
+//   would land (NOTE [Signals and kernels], signal_mask.h).
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>

@@ -8,6 +8,7 @@
 // Nested regions run serially on the calling thread (a kernel called inside a parallel_for).
 #include "thread_pool.h"
 
+#include "signal_mask.h"
 #include "spore/context.h"
 
 #include <omp.h>
@@ -62,6 +63,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   std::mutex error_mu;
 #pragma omp parallel num_threads(team)
   {
+    if (omp_get_thread_num() != 0) block_signals_for_good();  // a worker (NOTE [Signals and kernels])
     t_in_parallel = true;
     for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
       try {
@@ -75,6 +77,20 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     t_in_parallel = false;
   }
   if (error) std::rethrow_exception(error);
+}
+
+// Workers libgomp made for another library's region (NumPy's OpenMP BLAS, PyTorch) before Spore
+// ran here may still take signals; oneDNN's regions reuse them. Later pool growth is covered:
+// Spore's regions block signals in their workers, and oneDNN's run with the caller's signals held.
+void shield_openmp_team() {
+  thread_local int shielded = 1;  // the largest team this thread has shielded
+  const int threads = omp_get_max_threads();
+  if (threads <= shielded || omp_in_parallel()) return;
+#pragma omp parallel num_threads(threads)
+  {
+    if (omp_get_thread_num() != 0) block_signals_for_good();
+  }
+  shielded = threads;
 }
 
 }  // namespace spore::cpu

@@ -14,4 +14,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 // Number of threads parallel_for uses: the calling thread's context().num_threads, 0 = core count.
 int pool_threads();
 
+// Makes the workers of an OpenMP team of omp_get_max_threads() threads started from this thread
+// block asynchronous signals (NOTE [Signals and kernels], signal_mask.h): an empty region the
+// first time this thread asks for a team that size, nothing after. Called before oneDNN runs.
+void shield_openmp_team();
+
 }  // namespace spore::cpu
