@@ -1,6 +1,6 @@
 // Internal: the i-quants' codebooks and how one 32-value group of each grid type reads as small
 // signed integers times a scale (NOTE [Quantization types]). Shared by the reference dequantisers
-// (quant_blocks_grid.cc) and the matmul_q kernels (src/backends/cpu/quant_kernels.inc), so the
+// (quant_blocks_grid.cc) and the matmul_q kernels (the CPU backend's quant_kernels.inc), so the
 // two read a block the same way. Every index is masked to its grid's 2^bits rows.
 #pragma once
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The one table of quantization types (include/spore/quant.h, NOTE [Quantization types]): a row
 // per ggml type, read by the GGUF reader and writer, matmul_q's inference and kernels, the LLM
 // loader, `spore convert` and the memory report. The CPU backend fills its kernels per SIMD level
-// for the rows whose activations are not kNone (src/backends/cpu/quant_kernels.inc), and
+// for the rows whose activations are not kNone (the CPU backend's quant_kernels.inc), and
 // tests/ops/quant_types_test.cc holds the two to each other.
 #include <algorithm>
 #include <array>

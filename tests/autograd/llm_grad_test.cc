@@ -287,14 +287,16 @@ TEST(LlmGrad, MatmulQRefusesAGradientForTheFrozenWeight) {
 
 TEST(LlmGrad, MatmulQGradRejectsMismatchedShapes) {
   const QWeight w = quantized(GgmlType::kQ8_0, 3, 32, 71);
-  auto run = [&](const Tensor& g, const std::string& type) {
+  auto run = [&](const Tensor& g, int64_t type) {  // the ggml type id, as matmul_q takes it
     const Tensor in[] = {g, w.blocks};
     dispatch(OpId::k_matmul_q_grad, in, Attrs::of(type));
   };
-  EXPECT_EQ(error_code_of([&] { run(rnd({2, 4}, 1, f32), "q8_0"); }), ErrorCode::kShape);  // n = 3
-  EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, DType::kFloat16), "q8_0"); }), ErrorCode::kDType);
-  EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, f32), "q4_0"); }), ErrorCode::kShape);  // 34-byte rows
-  EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, f32), "q9_9"); }), ErrorCode::kValue);
+  const int64_t q8_0 = (int64_t)GgmlType::kQ8_0, q4_0 = (int64_t)GgmlType::kQ4_0;
+  EXPECT_EQ(error_code_of([&] { run(rnd({2, 4}, 1, f32), q8_0); }), ErrorCode::kShape);  // n = 3
+  EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, DType::kFloat16), q8_0); }), ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, f32), q4_0); }), ErrorCode::kShape);  // 34-byte rows
+  EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, f32), 5); }), ErrorCode::kValue);  // no ggml type 5
+  EXPECT_EQ(error_code_of([&] { run(rnd({2, 3}, 1, f32), 1000); }), ErrorCode::kValue);
 }
 
 // A compiled training step (a traced value_and_grad, run by the graph executor with its memory
