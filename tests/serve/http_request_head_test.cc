@@ -2,10 +2,10 @@
 // 9112's framing rules, chunked bodies against the RFC's own example, gzip/deflate bodies made by
 // zlib's writer, and the host check against DNS-rebinding shapes.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <string>
 
+#include "serve/zlib_compress.h"
 #include "serve/api_error.h"
 #include "serve/http_body.h"
 #include "serve/http_host_check.h"
@@ -176,20 +176,8 @@ TEST(HttpChunked, RefusesOversizeAndMalformed) {
   EXPECT_EQ(chunked_refusal(std::string(5000, '0'), 100), 400);  // an endless size line
 }
 
-// gzip (windowBits 31), zlib (15) and raw deflate (-15) streams from zlib's own writer.
-std::string compress(const std::string& in, int window_bits) {
-  z_stream z{};
-  deflateInit2(&z, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, in.size()) + 32, '\0');
-  z.next_in = (Bytef*)in.data();
-  z.avail_in = (uInt)in.size();
-  z.next_out = (Bytef*)out.data();
-  z.avail_out = (uInt)out.size();
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+// gzip (windowBits 31), zlib (15) and raw deflate (-15) streams from zlib's own writer
+// (zlib_compress.h) inflate to the text, within the limit.
 
 int inflate_refusal(const std::string& in, const std::string& enc, size_t max) {
   try {
@@ -202,10 +190,10 @@ int inflate_refusal(const std::string& in, const std::string& enc, size_t max) {
 
 TEST(HttpInflate, GzipAndDeflateBodies) {
   const std::string text = R"({"prompt": "hello hello hello hello", "max_tokens": 4})";
-  EXPECT_EQ(http::inflate_body(compress(text, 31), "gzip", 1000), text);
-  EXPECT_EQ(http::inflate_body(compress(text, 15), "deflate", 1000), text);
-  EXPECT_EQ(http::inflate_body(compress(text, -15), "deflate", 1000), text);
-  const std::string gz = compress(text, 31);
+  EXPECT_EQ(http::inflate_body(spore::test::zlib_compress(text, 31), "gzip", 1000), text);
+  EXPECT_EQ(http::inflate_body(spore::test::zlib_compress(text, 15), "deflate", 1000), text);
+  EXPECT_EQ(http::inflate_body(spore::test::zlib_compress(text, -15), "deflate", 1000), text);
+  const std::string gz = spore::test::zlib_compress(text, 31);
   EXPECT_EQ(inflate_refusal(gz.substr(0, gz.size() - 6), "gzip", 1000), 400);  // cut short
   EXPECT_EQ(inflate_refusal(gz + "junk", "gzip", 1000), 400);
   EXPECT_EQ(inflate_refusal("not gzip at all", "gzip", 1000), 400);
@@ -213,7 +201,7 @@ TEST(HttpInflate, GzipAndDeflateBodies) {
 
 // 64 MiB of zeros compress to ~64 KB; with a 1 MiB limit the inflation stops at the limit.
 TEST(HttpInflate, BombStopsAtTheLimit) {
-  const std::string bomb = compress(std::string(64u << 20, '\0'), 31);
+  const std::string bomb = spore::test::zlib_compress(std::string(64u << 20, '\0'), 31);
   ASSERT_LT(bomb.size(), 100000u);
   EXPECT_EQ(inflate_refusal(bomb, "gzip", 1u << 20), 413);
   EXPECT_EQ(inflate_refusal(bomb, "gzip", 64u << 20), 0);

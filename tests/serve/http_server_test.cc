@@ -4,7 +4,6 @@
 // answer in order, request bodies arrive decoded (chunked, gzip) under the one limit, and a
 // streamed answer arrives as HTTP chunks. No model is needed.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/zlib_compress.h"
 #include "serve/http_server.h"
 #include "serve/raw_http.h"
 
@@ -187,24 +187,11 @@ TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIs413) {
   close(fd);
 }
 
-std::string gzip(const std::string& in) {
-  z_stream z{};
-  deflateInit2(&z, 9, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, in.size()) + 32, '\0');
-  z.next_in = (Bytef*)in.data();
-  z.avail_in = (uInt)in.size();
-  z.next_out = (Bytef*)out.data();
-  z.avail_out = (uInt)out.size();
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
 
 TEST_F(HttpServerTest, GzipBodiesAreInflatedUnderTheLimit) {
   start(quick());
   for (const auto& [text, want] : {std::pair<std::string, int>{"hello, inflated", 200}, {std::string(5000, 'x'), 413}}) {
-    const std::string gz = gzip(text);
+    const std::string gz = spore::test::zlib_compress(text, 31, 9);
     ASSERT_LT(gz.size(), 1000u);  // under the limit as sent
     const int fd = connect_to(port, 10);
     send_all(fd, "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Encoding: gzip\r\nContent-Length: " +
