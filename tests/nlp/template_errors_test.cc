@@ -212,8 +212,8 @@ TEST(ChatTemplateErrors, DeeplyNestedInputIsRefusedWhileParsing) {
       {kMessages, R"({"documents": )" + deep + "}"},
       {kMessages, R"({"enable_thinking": )" + deep + "}"},
   };
-  for (const auto& [messages, kwargs] : inputs) {
-    auto e = error_of([&] { t.render(messages, true, kwargs); });
+  for (const auto& input : inputs) {  // not a structured binding: clang 14 cannot capture one
+    auto e = error_of([&] { t.render(input.first, true, input.second); });
     EXPECT_EQ(e.code(), ErrorCode::kFormat);
     EXPECT_TRUE(has(e, "deeper than 64")) << e.what();
   }
@@ -232,8 +232,8 @@ TEST(ChatTemplateErrors, ValuesNestedInThemselvesStopAtTheDepthBound) {
       "{% set ns = namespace(n=none) %}{% for i in range(200000) %}{% set ns.n = namespace(a=ns.n) %}{% endfor %}",
       "{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% set ns.x = dict(a=ns.x) %}{% endfor %}",
       // loop.previtem hands the iterable's items back inside the loop object
-      "{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% for y in [ns.x, ns.x] %}{% if loop.last %}"
-      "{% set ns.x = [loop] %}{% endif %}{% endfor %}{% endfor %}",
+      ("{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% for y in [ns.x, ns.x] %}{% if loop.last %}"
+       "{% set ns.x = [loop] %}{% endif %}{% endfor %}{% endfor %}"),
   };
   for (const char* text : hostile) {
     auto e = error_of([&] { ChatTemplate::from_text(text).render(kMessages); });
