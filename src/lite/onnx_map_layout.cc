@@ -219,12 +219,8 @@ std::vector<uint32_t> cumsum(NodeCtx& c) {
   for (int64_t i = 0; i < n; ++i)  // row i: the source cell, column j: the output cell
     for (int64_t j = 0; j < n; ++j) tri[(size_t)(i * n + j)] = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
   const uint32_t m = c.m.cast_to(c, c.m.constant_of(tri, Shape{n, n}), compute);
-  std::vector<int64_t> perm;
-  for (int d = 0; d < s.ndim(); ++d)
-    if (d != axis) perm.push_back(d);
-  perm.push_back(axis);
-  std::vector<int64_t> back(s.ndim());
-  for (int d = 0; d < s.ndim(); ++d) back[perm[d]] = d;
+  const AxisLast last = axis_last(s.ndim(), axis);
+  const std::vector<int64_t>&perm = last.perm, &back = last.back;
   uint32_t y = c.m.emit(c, OpId::k_permute, {c.m.cast_to(c, x, compute)}, Attrs::of(perm));
   y = c.m.emit(c, OpId::k_matmul, {y, m});
   y = c.m.emit(c, OpId::k_permute, {y}, Attrs::of(back));

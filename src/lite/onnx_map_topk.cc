@@ -27,12 +27,8 @@ std::vector<uint32_t> topk(NodeCtx& c) {
     c.unsupported("TopK over " + std::to_string(n) + " cells of " + std::to_string(s.numel()) + " (pairwise ranks: at most 4,096 and 2^26 comparisons)");
   const bool largest = c.i("largest", 1) != 0;
   // The axis last.
-  std::vector<int64_t> perm;
-  for (int d = 0; d < s.ndim(); ++d)
-    if (d != axis) perm.push_back(d);
-  perm.push_back(axis);
-  std::vector<int64_t> back(s.ndim());
-  for (int d = 0; d < s.ndim(); ++d) back[perm[d]] = d;
+  const AxisLast last = axis_last(s.ndim(), axis);
+  const std::vector<int64_t>&perm = last.perm, &back = last.back;
   x = m.emit(c, OpId::k_permute, {x}, Attrs::of(perm));
   const Shape xs = m.shape(x);
   std::vector<int64_t> col(xs.begin(), xs.end()), row(xs.begin(), xs.end());

@@ -125,6 +125,22 @@ inline int normalize_axis(const NodeCtx& c, int64_t axis, int rank) {
   return (int)(axis < 0 ? axis + rank : axis);
 }
 
+// The permutation that moves `axis` of a rank-`rank` value last (the others keep their order),
+// and its inverse: ops that work along the last axis (CumSum's matmul, TopK's ranks) go there and
+// back.
+struct AxisLast {
+  std::vector<int64_t> perm, back;
+};
+inline AxisLast axis_last(int rank, int axis) {
+  AxisLast a;
+  for (int d = 0; d < rank; ++d)
+    if (d != axis) a.perm.push_back(d);
+  a.perm.push_back(axis);
+  a.back.resize((size_t)rank);
+  for (int d = 0; d < rank; ++d) a.back[(size_t)a.perm[(size_t)d]] = d;
+  return a;
+}
+
 using Handler = std::function<std::vector<uint32_t>(NodeCtx&)>;
 using HandlerTable = std::map<std::string, Handler>;
 
