@@ -28,6 +28,11 @@ inline uint32_t u32(const uint8_t* p) { return (uint32_t)p[0] | (uint32_t)p[1] <
 inline void signed8(const uint8_t* grid, uint8_t s, int8_t* v) {
   for (int j = 0; j < 8; ++j) v[j] = (int8_t)((s >> j) & 1 ? -grid[j] : grid[j]);
 }
+// iq2_xs / iq2_s: a scale byte holds the two 16-value halves' 4-bit scales, each d (0.5 + s) / 4.
+inline void nibble_scales(float d, uint8_t s, float* scale) {
+  scale[0] = d * (0.5f + (float)(s & 0xF)) * 0.25f;
+  scale[1] = d * (0.5f + (float)(s >> 4)) * 0.25f;
+}
 }  // namespace grid_detail
 
 // Group j (0..7) of 32 values: v[32] small signed integers and the scale of each half (16
@@ -44,10 +49,7 @@ inline void iq2_xxs_group(const uint8_t* b, int j, int8_t* v, float* scale) {
 
 inline void iq2_xs_group(const uint8_t* b, int j, int8_t* v, float* scale) {
   using namespace grid_detail;
-  const float d = f16(b);
-  const uint8_t s = b[66 + j];
-  scale[0] = d * (0.5f + (float)(s & 0xF)) * 0.25f;
-  scale[1] = d * (0.5f + (float)(s >> 4)) * 0.25f;
+  nibble_scales(f16(b), b[66 + j], scale);
   for (int l = 0; l < 4; ++l) {
     const uint16_t q = u16(b + 2 + 8 * j + 2 * l);
     signed8(kIq2xsGrid + 8 * (q & 511), kIq2SignBytes[q >> 9], v + 8 * l);
@@ -57,10 +59,7 @@ inline void iq2_xs_group(const uint8_t* b, int j, int8_t* v, float* scale) {
 // d, qs[32], signs[32], qh[8], scales[8]: index qs[4 j + l] | (qh[j] >> 2 l & 3) << 8.
 inline void iq2_s_group(const uint8_t* b, int j, int8_t* v, float* scale) {
   using namespace grid_detail;
-  const float d = f16(b);
-  const uint8_t s = b[74 + j];
-  scale[0] = d * (0.5f + (float)(s & 0xF)) * 0.25f;
-  scale[1] = d * (0.5f + (float)(s >> 4)) * 0.25f;
+  nibble_scales(f16(b), b[74 + j], scale);
   for (int l = 0; l < 4; ++l) {
     const int idx = b[2 + 4 * j + l] | (((b[66 + j] >> (2 * l)) & 3) << 8);
     signed8(kIq2sGrid + 8 * idx, b[34 + 4 * j + l], v + 8 * l);
