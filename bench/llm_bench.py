@@ -19,7 +19,6 @@ markers) and writes outputs/llm_bench.json with every sample.
 """
 import argparse
 import datetime
-import glob
 import json
 import os
 import platform
@@ -30,6 +29,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS = os.path.join(ROOT, "build", "peers")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from llama_cpp_sdist import llama_cpp_source  # noqa: E402
 MODELS = os.path.join(ROOT, "build", "bench-models")
 SMOLLM2_Q4_1 = os.path.join(ROOT, "models", "smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf")
 LLAMA_BENCH = os.path.join(PEERS, "llama-build", "bin", "llama-bench")
@@ -81,18 +82,8 @@ def ensure_llama_bench():
     """Builds llama-bench from llama-cpp-python's sdist into build/peers/, only when missing."""
     if os.path.exists(LLAMA_BENCH):
         return
-    os.makedirs(PEERS, exist_ok=True)
-    tars = glob.glob(os.path.join(PEERS, "llama_cpp_python-*.tar.gz"))
-    if not tars:
-        pip = os.path.join(ROOT, ".venv-peers", "bin", "pip")
-        subprocess.run([pip if os.path.exists(pip) else "pip", "download", "--no-binary", ":all:", "--no-deps",
-                        "llama-cpp-python", "-d", PEERS], check=True)
-        tars = glob.glob(os.path.join(PEERS, "llama_cpp_python-*.tar.gz"))
-    tar = sorted(tars)[-1]
-    base = os.path.basename(tar)[: -len(".tar.gz")]
-    src = os.path.join(PEERS, base, "vendor", "llama.cpp")
-    if not os.path.exists(src):
-        subprocess.run(["tar", "xzf", tar, "-C", PEERS, f"{base}/vendor/llama.cpp"], check=True)
+    pip = os.path.join(ROOT, ".venv-peers", "bin", "pip")
+    src = llama_cpp_source(PEERS, [pip if os.path.exists(pip) else "pip"])
     build = os.path.join(PEERS, "llama-build")
     subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",
                     "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",

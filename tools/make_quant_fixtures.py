@@ -29,6 +29,8 @@ import os
 import subprocess
 import sys
 
+from llama_cpp_sdist import llama_cpp_source
+
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,16 +145,7 @@ def llama_quantize_binary(path):
     driver = os.path.join(PEERS, "lq", "llama_quantize_driver")
     if os.path.exists(driver):
         return driver
-    tars = glob.glob(os.path.join(PEERS, "llama_cpp_python-*.tar.gz"))
-    if not tars:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-                        "llama-cpp-python", "-d", PEERS], check=True)
-        tars = glob.glob(os.path.join(PEERS, "llama_cpp_python-*.tar.gz"))
-    tar = sorted(tars)[-1]
-    base = os.path.basename(tar)[: -len(".tar.gz")]
-    src = os.path.join(PEERS, base, "vendor", "llama.cpp")
-    if not os.path.exists(src):
-        subprocess.run(["tar", "xzf", tar, "-C", PEERS, f"{base}/vendor/llama.cpp"], check=True)
+    src = llama_cpp_source(PEERS, [sys.executable, "-m", "pip"])
     build = os.path.join(PEERS, "llama-build")
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
