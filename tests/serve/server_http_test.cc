@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "serve/raw_http.h"
+#include "serve/serve_suite.h"
 #include "serve/serve_test_util.h"
 #include "spore/nlp/generate.h"
 
@@ -49,33 +50,10 @@ std::string dechunk(const std::string& body) {
   return out;
 }
 
-class Serve : public ::testing::Test {
+class Serve : public ServeSuite<Serve> {
  protected:
-  static inline pid_t pid = -1;
-  static inline int port = 0;
-
   static void SetUpTestSuite() {
-    if (!have_model()) return;
-    port = free_port();
-    pid = start_serve({"--model", model_path().string(), "--port", std::to_string(port), "--slots", "2", "--queue", "1", "--ctx",
-                       "512", "--api-key", kKey, "--max-body", "65536", "--threads", "2"});
-    httplib::Client c("127.0.0.1", port);
-    for (int i = 0; i < 600; ++i) {
-      auto r = c.Get("/health");
-      if (r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "spore serve did not become healthy in 60 s";
-  }
-  static void TearDownTestSuite() {
-    if (pid > 0) {
-      const int status = stop_serve(pid);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "spore serve did not stop cleanly: " << status;
-      pid = -1;
-    }
-  }
-  void SetUp() override {
-    if (!have_model()) GTEST_SKIP() << "no model at " << model_path() << " (scripts/fetch-model.sh fetches it)";
+    start_suite({"--slots", "2", "--queue", "1", "--ctx", "512", "--api-key", kKey, "--max-body", "65536", "--threads", "2"});
   }
   httplib::Client client() {
     httplib::Client c("127.0.0.1", port);

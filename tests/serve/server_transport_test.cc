@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "serve/raw_http.h"
+#include "serve/serve_suite.h"
 #include "serve/serve_test_util.h"
 
 namespace {
@@ -25,27 +26,10 @@ using namespace spore::test;
 using Clock = std::chrono::steady_clock;
 const char* kKey = "transport-key";
 
-class ServeTransport : public ::testing::Test {
+class ServeTransport : public ServeSuite<ServeTransport> {
  protected:
-  static inline pid_t pid = -1;
-  static inline int port = 0;
-
   static void SetUpTestSuite() {
-    if (!have_model()) return;
-    port = free_port();
-    pid = start_serve({"--model", model_path().string(), "--port", std::to_string(port), "--slots", "2", "--queue", "1",
-                       "--ctx", "256", "--api-key", kKey, "--threads", "2"});
-    if (!wait_until_healthy(port, 60)) ADD_FAILURE() << "spore serve did not become healthy in 60 s";
-  }
-  static void TearDownTestSuite() {
-    if (pid > 0) {
-      const int status = stop_serve(pid);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "spore serve did not stop cleanly: " << status;
-      pid = -1;
-    }
-  }
-  void SetUp() override {
-    if (!have_model()) GTEST_SKIP() << "no model at " << model_path() << " (scripts/fetch-model.sh fetches it)";
+    start_suite({"--slots", "2", "--queue", "1", "--ctx", "256", "--api-key", kKey, "--threads", "2"});
   }
 
   // One request on its own connection; the answer.
