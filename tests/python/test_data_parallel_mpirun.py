@@ -30,6 +30,32 @@ def mpirun(ranks, args, tmp_path):
     return r.stdout
 
 
+# Each rank: the collective primitives on rank-valued tensors, then a DistributedGradReducer
+# called inside a jit-compiled function (which must refuse: collectives are not graph nodes).
+COLLECTIVES = r"""
+import numpy as np
+import spore as ms
+from spore import nn, ops
+from spore.communication import init, get_rank, get_group_size
+init()
+r, n = get_rank(), get_group_size()
+x = ms.Tensor(np.array([r + 1.0, 10.0 * r], np.float32))
+s = ops.AllReduce()(x).asnumpy().tolist()
+m = ops.AllReduce(ops.ReduceOp.MAX)(x).asnumpy().tolist()
+g = ops.AllGather()(ms.Tensor(np.array([[r]], np.int64))).asnumpy().ravel().tolist()
+b = ops.Broadcast(n - 1)((x,))[0].asnumpy().tolist()
+net = nn.Dense(3, 2)
+reducer = nn.DistributedGradReducer(net.trainable_params())
+step = ms.jit(lambda w, c: reducer((w, c))[0])
+try:
+    step(ms.Tensor(np.ones((2, 3), np.float32)), ms.Tensor(np.ones((2,), np.float32)))
+    refused = "no"
+except ms.UnsupportedError as e:
+    refused = "yes" if "jit" in str(e) else str(e)
+print(f"rank {r}: sum={s} max={m} gather={g} bcast={b} refused={refused}", flush=True)
+"""
+
+
 def params(path):
     return {k: v.asnumpy().astype(np.float64) for k, v in ms.load_checkpoint(str(path)).items()}
 
@@ -73,9 +99,24 @@ def test_train_one_step_cell_reduces_in_data_parallel_mode(one_rank, tmp_path):
     assert diff < 1e-4, f"TrainOneStepCell on 2 ranks differs from 1 rank on the combined batch by {diff}"
 
 
+def test_collective_primitives_and_no_collectives_inside_jit(tmp_path):
+    script = tmp_path / "collectives.py"
+    script.write_text(COLLECTIVES)
+    cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable, str(script)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=launcher_free_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    n = 2  # the reference, over the ranks r = 0..n-1 that contributed [r + 1, 10 r]
+    for rank in range(n):
+        expect = (f"rank {rank}: sum={[float(sum(q + 1 for q in range(n))), float(sum(10 * q for q in range(n)))]} "
+                  f"max={[float(n), 10.0 * (n - 1)]} gather={list(range(n))} bcast={[float(n), 10.0 * (n - 1)]} "
+                  f"refused=yes")
+        assert expect in r.stdout, r.stdout + r.stderr
+
+
 def test_without_a_launcher_the_script_says_how_to_start_it(tmp_path):
     r = subprocess.run([sys.executable, SCRIPT, "--batch", "8"], capture_output=True, text=True, timeout=120,
                        cwd=tmp_path, env=launcher_free_env())
     assert r.returncode != 0
     assert "no launcher environment" in r.stderr, r.stderr
     assert "spore launch -n 2 --" in r.stderr and "data_parallel_train.py --batch 8" in r.stderr, r.stderr
+    assert "InitOptions" not in r.stderr  # C++'s option, which Python does not offer

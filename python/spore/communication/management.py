@@ -41,7 +41,14 @@ def init(backend_name=None):
     dist = _native()
     if dist.is_initialized():
         return
-    dist.init()
+    try:
+        dist.init()
+    except _spore.SporeValueError as e:
+        # dist::init's advice ends with the C++ option for a group of one, which Python does not
+        # offer (MindSpore's init() refuses a missing launcher too): keep the launch line only.
+        message = str(e).split(" (or set InitOptions::allow_single_process")[0]
+        raise _spore.SporeValueError(message + " (MindSpore's init() needs a launcher as well: msrun or mpirun)") \
+            from None
     GlobalComm.INITED = True
     # MPI_Finalize at exit: mpirun counts a rank that exits without it as failed.
     atexit.register(release)
