@@ -10,6 +10,8 @@ from ._spore import (Tensor, Parameter, dtype, SporeError, ShapeError, DTypeErro
                      UnsupportedError, InternalError)
 from . import _tensor_py  # noqa: F401  (Tensor's Python-side methods: repr, ...)
 from .context import (set_context, get_context, PYNATIVE_MODE, GRAPH_MODE, set_seed, get_seed)
+from .parallel_context import (ParallelMode, set_auto_parallel_context, get_auto_parallel_context,
+                               reset_auto_parallel_context)
 
 __version__ = _spore._framework_version()
 
@@ -32,6 +34,7 @@ int_ = int64
 from . import ops  # noqa: E402
 from . import nn  # noqa: E402
 from . import dataset  # noqa: E402
+from . import communication  # noqa: E402
 from .autograd import value_and_grad, grad, no_grad  # noqa: E402
 from .jit import jit  # noqa: E402
 from .serialization import save_checkpoint, load_checkpoint, load_param_into_net, export  # noqa: E402
@@ -41,4 +44,5 @@ ParameterTuple = tuple  # MindSpore's ParameterTuple(net.trainable_params()) is 
 __all__ = ["Tensor", "Parameter", "dtype", "set_context", "get_context", "PYNATIVE_MODE", "GRAPH_MODE",
            "ops", "nn", "dataset", "value_and_grad", "grad", "jit", "save_checkpoint", "load_checkpoint",
            "load_param_into_net", "export", "SporeError", "bool_", "int8", "uint8", "int32", "int64",
-           "float16", "bfloat16", "float32", "float64", "set_seed"]
+           "float16", "bfloat16", "float32", "float64", "set_seed", "ParallelMode", "set_auto_parallel_context",
+           "get_auto_parallel_context", "reset_auto_parallel_context", "communication"]

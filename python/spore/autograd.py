@@ -1,7 +1,7 @@
 """value_and_grad and grad in MindSpore's spelling over Spore's tape (C++: autograd_bindings.cc).
 The Python function is called with the tensors the tape watches; the ops it calls are recorded
 by the same tape as C++ code's."""
-from . import _spore
+from . import _spore, parallel_context
 from ._spore import Parameter, Tensor
 
 
@@ -65,7 +65,16 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=
                 return out[0]
             return out
 
-        value, in_grads, w_grads = _spore._value_and_grad(inner, mapped, ws)([args[i] for i in tensor_at])
+        tensors = [args[i] for i in tensor_at]
+        # A DistributedGradReducer over exactly these weights: its all-reduces start during
+        # backward and it is handed the gradients in flight (nn/grad_reducer.py).
+        reducer = parallel_context._reducer_for(ws) if positions is None and ws else None
+        if reducer is not None:
+            value, grads = reducer._value_and_grad(inner, ws, tensors)
+            if has_aux:
+                value = (value, *aux)
+            return value, grads
+        value, in_grads, w_grads = _spore._value_and_grad(inner, mapped, ws)(tensors)
         if positions is None:
             grads = tuple(w_grads)
         else:

@@ -1,6 +1,7 @@
 // DistributedDataParallel: one network per rank, kept identical by broadcasting rank 0's
 // parameters once and averaging gradients every step (NOTE [Distributed training]).
 #include "spore/dist.h"
+#include "spore/jit.h"
 
 namespace spore::dist {
 
@@ -32,6 +33,13 @@ std::function<ValueAndGrad(const std::vector<Tensor>&)> DistributedDataParallel:
       spore::value_and_grad(std::move(loss_fn), GradPosition::none(), params_, std::nullopt,
                             [buckets](size_t i, const Tensor& g) { buckets->grad_ready(i, g); });
   return [inner = std::move(inner), buckets](const std::vector<Tensor>& inputs) {
+    // Inside a jit trace the all-reduces would run once, at trace time, and the compiled step
+    // would replay those reduced gradients as constants (NOTE [Distributed training]).
+    if (graph::is_tracing())
+      throw Error(ErrorCode::kUnsupported,
+                  "DistributedDataParallel::value_and_grad inside a jit-compiled function: the "
+                  "collectives are not graph nodes, so the compiled step would replay the first "
+                  "step's gradients; jit the forward and loss, and call the DDP step outside");
     buckets->begin_step();
     ValueAndGrad vg = inner(inputs);
     vg.weight_grads = buckets->finish();

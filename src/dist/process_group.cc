@@ -134,8 +134,13 @@ void ProcessGroup::require_usable(const char* collective) const {
 void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
   const Clock::time_point start = Clock::now(), deadline = start + timeout_;
   // Poll: spin briefly (a collective between busy ranks finishes in microseconds), then yield
-  // the core (ranks may outnumber cores: --oversubscribe), then sleep a little, always watching
-  // the deadline. MPI makes progress inside test(), on this thread.
+  // the core (ranks may outnumber cores: --oversubscribe) for up to 10 s, then sleep a little,
+  // always watching the deadline. MPI makes progress only inside test(), on this thread: a large
+  // message moves one shared-memory fragment per call, so sleeping between calls (from 2 ms on,
+  // at first) made a 4 MiB all-reduce wait a sleep per fragment and a 256 MiB one 2.5x slower
+  // than MPI_Allreduce (bench/run_dist.py). A yield costs nothing when no other rank wants the
+  // core, as Open MPI's own yield_when_idle; only a wait longer than any sane collective (a
+  // straggler, or a rank gone) falls to sleeping, to stop burning a core until the watchdog.
   for (int polls = 0;; ++polls) {
     bool done = false;
     try {
@@ -160,7 +165,7 @@ void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
                       "InitOptions::timeout or SPORE_DIST_TIMEOUT_S if a rank is only slow.");
     }
     if (polls < 200) continue;
-    if (now - start < std::chrono::milliseconds(2))
+    if (now - start < std::chrono::seconds(10))
       std::this_thread::yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(200));

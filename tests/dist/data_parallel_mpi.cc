@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "common/digits_cnn.h"
 #include "spore/checkpoint.h"
 #include "spore/dist.h"
+#include "spore/jit.h"
 #include "spore/nn/dense.h"
 #include "spore/nn/losses.h"
 #include "spore/ops.h"
@@ -197,6 +199,69 @@ TEST(DataParallel, SamplerShardsAreDisjointAcrossRanks) {
       for (int64_t i : all) ASSERT_TRUE(i >= 0 && i < n);
     }
   }
+}
+
+// Mixed precision's overflow check agreed across ranks: only rank 1's shard overflows (an inf in
+// its input), yet every rank's DynamicLossScaler skips the same step and backs off alike, because
+// the all-reduce carries rank 1's non-finite gradients to everyone. Were the check local, rank 0
+// would step and the replicas would part.
+TEST(DataParallel, LossScaleOverflowOnOneRankSkipsTheStepOnEveryRank) {
+  ProcessGroup& g = world();
+  nn::CellPtr net = make_mlp(31);
+  DistributedDataParallel ddp(net, g);
+  const auto start = param_values(*net);
+  auto opt = sgd(ddp.trainable_params());
+  optim::DynamicLossScaler scaler(1024.0);
+  auto vg = ddp.value_and_grad([&](const std::vector<Tensor>& in) {
+    return scaler.scale_loss(nn::cross_entropy((*net)(in[0]), in[1]));
+  });
+  const int64_t per_rank = 4;
+  std::vector<int> stepped;
+  for (int t = 0; t < 2; ++t) {
+    Batch b = shard(mlp_batch(t, per_rank * g.size()), g.rank(), per_rank);
+    if (t == 0 && g.rank() == 1) {
+      std::vector<float> x = b.x.contiguous().to_vector<float>();
+      x[3] = std::numeric_limits<float>::infinity();
+      b.x = Tensor::from_vector(x, b.x.shape());
+    }
+    std::vector<Tensor> grads = vg({b.x, b.y}).weight_grads;
+    const bool finite = scaler.unscale(grads);
+    if (finite) opt->step(grads);
+    stepped.push_back(finite);
+  }
+  EXPECT_EQ(stepped, (std::vector<int>{0, 1})) << "rank " << g.rank();
+  EXPECT_EQ(scaler.skipped_steps(), 1);
+  EXPECT_EQ(scaler.scale(), 512.0);
+  // Step 0 changed nothing anywhere, step 1 moved every rank the same way: rank 0's values.
+  const auto mine = param_values(*net);
+  EXPECT_GT(max_diff(mine, start), 1e-4);
+  for (const Parameter& p : net->parameters()) {
+    Tensor ref = g.broadcast(p.value(), 0);
+    EXPECT_EQ(cast(ref, DType::kFloat64).to_vector<double>(),
+              cast(p.value(), DType::kFloat64).to_vector<double>())
+        << p.name() << " on rank " << g.rank();
+  }
+}
+
+// The DDP step inside jit would run its all-reduces once, while tracing, and the compiled graph
+// would replay those gradients: refused by name instead.
+TEST(DataParallel, DdpStepInsideJitIsRefused) {
+  ProcessGroup& g = world();
+  nn::CellPtr net = make_mlp(41);
+  DistributedDataParallel ddp(net, g);
+  auto vg = ddp.value_and_grad(xent(*net));
+  Batch b = mlp_batch(0, 4);
+  JitFunction step = jit(TensorsFn([&](const std::vector<Tensor>& in) {
+    return vg({in[0], in[1]}).weight_grads;
+  }));
+  try {
+    step({b.x, b.y});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("jit"), std::string::npos) << e.what();
+  }
+  g.barrier();  // no rank started a collective: the next test's sequence is intact
 }
 
 TEST(DataParallel, CheckpointWrittenByRankZeroLoadsEverywhere) {

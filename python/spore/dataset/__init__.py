@@ -9,6 +9,7 @@ naming the stage and the row."""
 from .. import _spore
 from .._spore import Tensor
 from . import config
+from .samplers import DistributedSampler
 
 
 class _Iterator:
@@ -77,6 +78,8 @@ class Dataset:
         return self.create_tuple_iterator()
 
     def get_dataset_size(self):
+        if getattr(self, "_rows", None) is not None:  # a shard: counting a pass would use up an epoch
+            return self._rows
         n = self._native.get_dataset_size()
         if n < 0:  # a generator: count one pass, as MindSpore does
             n = sum(1 for _ in self.create_tuple_iterator(output_numpy=True))
@@ -87,6 +90,23 @@ class Dataset:
 
     def __repr__(self):
         return f"Dataset({self._native.describe()}, columns={self.get_col_names()})"
+
+
+def _shard_sampler(sampler, num_shards, shard_id, shuffle):
+    """The DistributedSampler that sampler= or num_shards=/shard_id= ask for, or None."""
+    if sampler is not None:
+        if num_shards is not None or shard_id is not None:
+            raise ValueError("GeneratorDataset: give sampler or num_shards/shard_id, not both")
+        if not isinstance(sampler, DistributedSampler):
+            raise NotImplementedError(f"GeneratorDataset: only DistributedSampler is supported as sampler, "
+                                      f"got {type(sampler).__name__}")
+        return sampler
+    if num_shards is None and shard_id is None:
+        return None
+    if num_shards is None or shard_id is None:
+        raise ValueError("GeneratorDataset: num_shards and shard_id go together (e.g. num_shards=get_group_size(), "
+                         "shard_id=get_rank())")
+    return DistributedSampler(num_shards, shard_id, shuffle=True if shuffle is None else bool(shuffle))
 
 
 class GeneratorDataset(Dataset):
@@ -100,9 +120,16 @@ class GeneratorDataset(Dataset):
         if column_names is None:
             raise ValueError("GeneratorDataset: give column_names (schemas are not supported)")
         names = [column_names] if isinstance(column_names, str) else list(column_names)
-        if sampler is not None or num_shards is not None:
-            raise NotImplementedError("GeneratorDataset: samplers and shards are not supported")
         random_access = hasattr(source, "__getitem__") and hasattr(source, "__len__")
+        sampler = _shard_sampler(sampler, num_shards, shard_id, shuffle)
+        if sampler is not None:
+            if not random_access:
+                raise ValueError("GeneratorDataset: a sampler or num_shards needs a random-access source "
+                                 "(__getitem__ and __len__), since each shard picks rows by index")
+            native, rows = sampler._dataset(source, len(source), names)
+            super().__init__(native)
+            self._rows = rows
+            return
         if random_access:
             native = _spore.data.random_access(source, len(source), names)
             if shuffle is None or shuffle:
@@ -121,4 +148,4 @@ class GeneratorDataset(Dataset):
         super().__init__(native)
 
 
-__all__ = ["GeneratorDataset", "Dataset", "config"]
+__all__ = ["GeneratorDataset", "Dataset", "DistributedSampler", "config"]

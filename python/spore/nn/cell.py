@@ -215,12 +215,24 @@ class TrainOneStepCell(Cell):
         from ..autograd import value_and_grad
         if sens is not None:
             raise NotImplementedError("TrainOneStepCell: sens is not supported")
+        from .. import parallel_context
         self.network = network
         object.__setattr__(self, "optimizer", optimizer)
+        # DATA_PARALLEL: the gradients are all-reduced before the update, as MindSpore's
+        # TrainOneStepCell does (mean and degree from the auto-parallel context).
+        reducer = None
+        if parallel_context.data_parallel():
+            from .grad_reducer import DistributedGradReducer
+            reducer = DistributedGradReducer(optimizer.parameters,
+                                             parallel_context.get_auto_parallel_context("gradients_mean"),
+                                             parallel_context.get_auto_parallel_context("device_num"))
+        object.__setattr__(self, "grad_reducer", reducer)
         object.__setattr__(self, "_grad_fn", value_and_grad(network, None, optimizer.parameters))
 
     def construct(self, *inputs):
         loss, grads = self._grad_fn(*inputs)
+        if self.grad_reducer is not None:
+            grads = self.grad_reducer(grads)
         self.optimizer(grads)
         return loss
 

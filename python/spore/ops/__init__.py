@@ -12,3 +12,6 @@ def dense(input, weight, bias=None):  # noqa: A002  (MindSpore's argument name)
     """x @ weight^T + bias (mindspore.ops.dense)."""
     y = _native.matmul(input, weight.T)
     return y if bias is None else y + bias
+
+
+from .collectives import ReduceOp, AllReduce, AllGather, Broadcast  # noqa: E402,F401

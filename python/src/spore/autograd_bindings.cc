@@ -54,14 +54,6 @@ py::object py_static(const AttrValue& v) {
   return std::visit([](const auto& x) -> py::object { return py::cast(x); }, v);
 }
 
-struct GradFn {
-  std::function<ValueAndGrad(const std::vector<Tensor>&)> fn;
-  py::tuple call(const std::vector<Tensor>& inputs) {
-    ValueAndGrad r = fn(inputs);
-    return py::make_tuple(r.value, r.input_grads, r.weight_grads);
-  }
-};
-
 struct PyJit {
   JitFunction fn;
   py::list call(const std::vector<Tensor>& inputs, py::list statics) {
@@ -75,24 +67,27 @@ struct PyJit {
 
 }  // namespace
 
+TensorFn python_loss_fn(py::function f) {
+  auto ref = std::make_shared<PyRef>(std::move(f));
+  return [ref](const std::vector<Tensor>& in) -> Tensor {
+    py::gil_scoped_acquire gil;
+    try {
+      return one_tensor(ref->obj(py::cast(in)), "value_and_grad");
+    } catch (py::error_already_set& e) {
+      throw_from_python_error(e);
+    }
+  };
+}
+
 void bind_autograd(py::module_& m) {
   py::class_<GradFn>(m, "_GradFn", py::module_local()).def("__call__", &GradFn::call);
   // fn(list of tensors) -> Tensor; positions: the inputs to differentiate; weights: Parameters.
   m.def("_value_and_grad", [](py::function f, std::vector<int> positions, std::vector<PyParameter*> weights) {
-    auto ref = std::make_shared<PyRef>(f);
-    TensorFn fn = [ref](const std::vector<Tensor>& in) -> Tensor {
-      py::gil_scoped_acquire gil;
-      try {
-        return one_tensor(ref->obj(py::cast(in)), "value_and_grad");
-      } catch (py::error_already_set& e) {
-        throw_from_python_error(e);
-      }
-    };
     GradPosition gp = GradPosition::none();
     gp.positions = positions;
     std::vector<Parameter> ws;
     for (PyParameter* p : weights) ws.push_back(p->handle);
-    return GradFn{value_and_grad(fn, gp, ws)};
+    return GradFn{value_and_grad(python_loss_fn(std::move(f)), gp, ws)};
   });
 
   py::class_<PyJit>(m, "_JitFn", py::module_local())

@@ -126,6 +126,13 @@ struct PyPass {
 
 }  // namespace
 
+data::RandomAccessFn python_random_access(py::object source) {
+  auto ref = std::make_shared<PyRef>(std::move(source));
+  return [ref](int64_t i) {
+    return with_python([&] { return row_of(ref->obj[py::int_(i)], "the source's __getitem__"); });
+  };
+}
+
 void bind_data(py::module_& root) {
   py::module_ m = root.def_submodule("data", "the dataset pipeline (spore::data)");
   py::class_<PyPass>(m, "TupleIterator", py::module_local())
@@ -163,11 +170,7 @@ void bind_data(py::module_& root) {
 
   // A random-access source: source[i] for i < num_rows.
   m.def("random_access", [](py::object source, int64_t rows, std::vector<std::string> columns) {
-    auto ref = std::make_shared<PyRef>(source);
-    data::RandomAccessFn fn = [ref](int64_t i) {
-      return with_python([&] { return row_of(ref->obj[py::int_(i)], "the source's __getitem__"); });
-    };
-    return data::GeneratorDataset(fn, rows, columns);
+    return data::GeneratorDataset(python_random_access(std::move(source)), rows, columns);
   });
   // A sequential source: make_iter() gives a fresh Python iterator for each pass.
   m.def("sequential", [](py::function make_iter, std::vector<std::string> columns) {

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_spore, m) {
   spore::py_bind::bind_autograd(m);
   spore::py_bind::bind_data(m);
   spore::py_bind::bind_io(m);
+  spore::py_bind::bind_dist(m);
 }
