@@ -46,11 +46,11 @@ TEST(MistralFixture, GgmlNumericsAreRefused) {
 // 2 tokens), and not where it does (prompt 0, 7 tokens): the window does not survive GGUF.
 TEST(MistralFixture, ConvertWritesLlamaAsLlamaCppDoes) {
   const auto dir = scratch_copy("mistral", "convert");
-  nlohmann::json vocab = nlohmann::json::object();
-  for (int i = 0; i < 256; ++i) vocab["t" + std::to_string(i)] = i;
-  write_text(dir / "tokenizer.json", nlohmann::json{{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
-                                                    {"pre_tokenizer", {{"type", "ByteLevel"}}}}
-                                         .dump());
+  // A byte-level BPE tokenizer of the fixture's 256 ids (spore convert writes the tokenizer too).
+  nlohmann::json vocab = {{"a", 0}, {"b", 1}, {"ab", 2}};
+  for (int i = 3; i < 256; ++i) vocab[std::string("t").append(std::to_string(i))] = i;
+  const nlohmann::json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}};
+  write_text(dir / "tokenizer.json", nlohmann::json{{"model", model}, {"pre_tokenizer", {{"type", "ByteLevel"}}}}.dump());
   const auto out = dir / "mistral.gguf";
   const auto report = nlp::convert_hf_to_gguf(dir, out, {.type = "f32", .name = "", .progress = {}});
   EXPECT_EQ(report.architecture, "llama");

@@ -18,7 +18,13 @@ namespace {
 // MiniCPM3's low-rank norms keep RMSNorm's default eps in transformers (not rms_norm_eps).
 constexpr double kLatentNormEps = 1e-6;
 
-int64_t ext(const ModelConfig& c, const char* key) { return static_cast<int64_t>(extra(c, key)); }
+// An integer hyperparameter of ModelConfig::extra, clamped so that the conversion is defined
+// whatever config.json held (validate then rejects the out-of-range value by name).
+int64_t ext(const ModelConfig& c, const char* key) {
+  const double v = extra(c, key);
+  constexpr double kLimit = 0x1p62;
+  return v >= kLimit ? int64_t{1} << 62 : v <= -kLimit ? -(int64_t{1} << 62) : static_cast<int64_t>(v);
+}
 
 class MiniCpm3 final : public Family {
  public:
