@@ -17,6 +17,10 @@ hidden 32, 4 query heads over 2 kv heads, vocab 256), seeded, float32:
   mistral  Mistral 7B v0.1's structure with a sliding window of 4 keys, shorter than prompts 0
          and 2 and the greedy run, so the window changes the logits (the script checks it). No
          model.gguf: llama.cpp writes Mistral as "llama" without the window.
+  gemma2 Gemma 2's structure (sandwich norms with weight + 1, GeGLU, sqrt(hidden) embedding
+         scale, query_pre_attn_scalar 16, sliding window 4 on even layers) with soft-caps small
+         enough to act on random weights (attention 2, logits 8); eager attention (transformers
+         soft-caps only there). No model.gguf.
 Each directory holds
   hf/          config.json, generation_config.json, model.safetensors (transformers' save_pretrained)
   model.gguf   the same weights as GGUF F32, named and laid out as llama.cpp's convert_hf_to_gguf.py
@@ -66,9 +70,14 @@ FAMILIES = {
                       "original_max_position_embeddings": 64})),
     "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(
         rope_theta=10000.0, tie_word_embeddings=False, sliding_window=4)),
+    "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM, dict(
+        rope_theta=10000.0, tie_word_embeddings=True, head_dim=8, sliding_window=4, query_pre_attn_scalar=16,
+        attn_logit_softcapping=2.0, final_logit_softcapping=8.0, hidden_act=None,
+        hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, attn_implementation="eager")),
 }
-# Families whose GGUF form cannot hold what the fixture tests (mistral's window).
-NO_GGUF = {"mistral"}
+# Families whose GGUF form cannot hold what the fixture tests (mistral's window), or that Spore
+# reads from safetensors only (gemma2).
+NO_GGUF = {"mistral", "gemma2"}
 
 
 def init_weights(model, seed):
@@ -272,7 +281,7 @@ def make(family, seed):
     cont, margin = greedy(model, PROMPTS[0])
     if getattr(cfg, "sliding_window", None):
         # The window must matter: the same weights without it give other logits.
-        cfg.sliding_window = None
+        cfg.sliding_window = 1 << 20  # wider than any prompt (None breaks gemma2's cache)
         wide = model_cls(cfg).to(torch.float32).eval()
         wide.load_state_dict(model.state_dict())
         with torch.no_grad():

@@ -1,6 +1,7 @@
 // The family files' own config handling (NOTE [Model families]): a family's hyperparameters in
 // ModelConfig::extra read alike from config.json and from GGUF metadata, mistral's window checked
-// by name, and spore convert refusing a family it does not write, naming the ones it does.
+// by name, gemma2's options read and checked, and spore convert refusing a family it does not
+// write, naming the ones it does.
 #include <gtest/gtest.h>
 
 #include "model_test_util.h"
@@ -41,6 +42,28 @@ TEST(ModelFamilies, MistralWindowIsChecked) {
   EXPECT_FALSE(nlp::config_from_json(j, "mistral.json").extra.count("sliding_window"));
   j["sliding_window"] = 5;
   EXPECT_EQ(nlp::config_from_json(j, "mistral.json").extra.at("sliding_window"), 5);
+}
+
+// gemma2: null switches a soft-cap or the window off; an activation or a layer pattern it does not
+// run is refused by name rather than run differently.
+TEST(ModelFamilies, Gemma2ConfigIsChecked) {
+  nlohmann::json j = read_json(fixture_model("gemma2", false) / "config.json");
+  const auto c = nlp::config_from_json(j, "gemma2.json");
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.extra.at("attn_logit_softcapping"), 2.0);
+  EXPECT_EQ(c.extra.at("final_logit_softcapping"), 8.0);
+  EXPECT_EQ(c.extra.at("query_pre_attn_scalar"), 16.0);
+  j["final_logit_softcapping"] = nullptr;
+  j["sliding_window"] = nullptr;
+  const auto off = nlp::config_from_json(j, "gemma2.json");
+  EXPECT_EQ(off.extra.at("final_logit_softcapping"), 0.0);
+  EXPECT_FALSE(off.extra.count("sliding_window"));
+  j["hidden_activation"] = "relu";
+  expect_error([&] { nlp::config_from_json(j, "gemma2.json"); }, ErrorCode::kUnsupported, "hidden_activation", "relu");
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  j["layer_types"] = {"full_attention", "full_attention"};
+  expect_error([&] { nlp::config_from_json(j, "gemma2.json"); }, ErrorCode::kUnsupported, "layer_types[0]",
+               "full_attention");
 }
 
 TEST(ModelFamilies, ConvertRefusesAFamilyItDoesNotWrite) {

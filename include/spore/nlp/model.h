@@ -48,7 +48,7 @@ struct RopeScaling {
 // config.json or GGUF metadata; a missing required field or a contradiction (heads not dividing
 // the hidden size, kv heads not dividing heads, ...) is kFormat naming the file and the field.
 struct ModelConfig {
-  std::string family;        // "llama", "qwen2", "qwen3", "minicpm3", "mistral"
+  std::string family;        // "llama", "qwen2", "qwen3", "minicpm3", "mistral", "gemma2"
   std::string architecture;  // as the artifact names it: "LlamaForCausalLM", GGUF "llama", ...
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -68,7 +68,9 @@ struct ModelConfig {
   int64_t v_head_dim = 0;  // value head size, every family (head_dim but for minicpm3: the KV cache's values)
   // One family's own hyperparameters, by their config.json names (NOTE [Model families]):
   // minicpm3 q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, scale_emb,
-  // scale_depth, dim_model_base; mistral sliding_window. The family's file reads them.
+  // scale_depth, dim_model_base; mistral sliding_window; gemma2 sliding_window,
+  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar. The family's file
+  // reads them.
   std::map<std::string, double> extra;
   // Token ids the artifact declares (config.json, generation_config.json, GGUF tokenizer.ggml.*).
   std::optional<int32_t> bos_id;

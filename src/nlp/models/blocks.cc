@@ -25,6 +25,10 @@ LayerWeights load_layer(WeightStore& ws, const WeightNames& n, bool gguf, int64_
   LayerWeights w;
   w.attn_norm = norm_weight(ws, nm(n.attn_norm), H, spec.norm);
   w.ffn_norm = norm_weight(ws, nm(n.ffn_norm), H, spec.norm);
+  if (spec.post_norms) {
+    w.post_attn_norm = norm_weight(ws, nm(n.post_attn_norm), H, spec.norm);
+    w.post_ffn_norm = norm_weight(ws, nm(n.post_ffn_norm), H, spec.norm);
+  }
   if (a.latent.q_lora_rank > 0) {
     const LatentOptions& m = a.latent;
     w.q_a = ws.matrix(nm(n.q_a), m.q_lora_rank, H);

@@ -56,6 +56,9 @@ struct MoeOptions {
 
 struct LayerSpec {
   NormOptions norm;
+  // Gemma 2's sandwich: the attention's and the MLP's outputs are normed again before their
+  // residual adds (post_attention_norm, post_ffw_norm).
+  bool post_norms = false;
   AttentionOptions attention;
   MlpOptions mlp;
   MoeOptions moe;
@@ -67,11 +70,13 @@ struct DecoderSpec {
   double embed_scale = 1;     // embeddings times this (minicpm3's scale_emb)
   double residual_scale = 1;  // each residual branch times this (minicpm3's scale_depth / sqrt(L))
   double head_scale = 1;      // the final hidden state times this before the head (minicpm3)
+  double logit_softcap = 0;   // > 0: logits become cap * tanh(logits / cap) (gemma2)
 };
 
 // One layer's weights, loaded by the family's names for the blocks its spec asks for.
 struct LayerWeights {
   Tensor attn_norm, ffn_norm, q_norm, k_norm, q_bias, k_bias, v_bias;
+  Tensor post_attn_norm, post_ffn_norm;  // post_norms
   Weight q, k, v, o, gate, up, down;
   Weight q_a, q_b, kv_a, kv_b;  // latent attention
   Tensor q_a_norm, kv_a_norm;

@@ -36,7 +36,7 @@ class DecoderLM final : public CausalLM {
       if (l.moe.experts > 0)
         throw Error(ErrorCode::kUnsupported, cfg_.source + ": mixture-of-experts layers (" + fam->name +
                                                  ") are not built yet");
-      if (ggml_ && (l.attention.sliding_window > 0 || l.attention.softcap > 0))
+      if (ggml_ && (l.attention.sliding_window > 0 || l.attention.softcap > 0 || spec_.logit_softcap > 0))
         throw Error(ErrorCode::kUnsupported, cfg_.source + ": " + fam->name +
                                                  "'s sliding-window / soft-capped attention has no ggml numerics; "
                                                  "load it with the reference numerics (--numerics reference)");
@@ -182,14 +182,20 @@ class DecoderLM final : public CausalLM {
         off += len;
       }
       const Tensor attn = outs.size() == 1 ? outs[0] : concat(outs, 0);
-      h = residual(h, lin(attn, L.o));
+      Tensor attn_out = lin(attn, L.o);
+      if (S.post_norms) attn_out = models::norm(attn_out, L.post_attn_norm, S.norm, ggml_);
+      h = residual(h, attn_out);
       const Tensor y = models::norm(h, L.ffn_norm, S.norm, ggml_);
-      h = residual(h, models::mlp(L, S.mlp, y, ggml_));
+      Tensor mlp_out = models::mlp(L, S.mlp, y, ggml_);
+      if (S.post_norms) mlp_out = models::norm(mlp_out, L.post_ffn_norm, S.norm, ggml_);
+      h = residual(h, mlp_out);
     }
     if (static_cast<int64_t>(keep.size()) != N) h = index_select(h, 0, Tensor::from_vector(keep, Shape{(int64_t)keep.size()}));
     Tensor out = models::norm(h, final_norm_, spec_.final_norm, ggml_);
     if (spec_.head_scale != 1.0) out = mul(out, spec_.head_scale);
-    return lin(out, lm_head_);
+    Tensor logits = lin(out, lm_head_);
+    if (spec_.logit_softcap > 0) logits = mul(tanh(mul(logits, 1.0 / spec_.logit_softcap)), spec_.logit_softcap);
+    return logits;
   }
 
  private:

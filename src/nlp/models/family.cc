@@ -47,7 +47,7 @@ double extra(const ModelConfig& c, const std::string& key) {
 }
 
 std::vector<const Family*> all_families() {
-  return {&llama_family(), &qwen2_family(), &qwen3_family(), &minicpm3_family(), &mistral_family()};
+  return {&llama_family(), &qwen2_family(), &qwen3_family(), &minicpm3_family(), &mistral_family(), &gemma2_family()};
 }
 
 const Family* find_family(std::string_view name) {

@@ -33,6 +33,7 @@ struct WeightNames {
   TensorName embed, final_norm, lm_head;
   TensorName attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm;
   TensorName ffn_norm, gate, up, down;
+  TensorName post_attn_norm, post_ffn_norm;  // Gemma 2's sandwich norms
   // Multi-head latent attention (minicpm3): low-rank q and a compressed kv with a shared rope key.
   TensorName q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;
 
@@ -98,6 +99,7 @@ const Family& qwen2_family();     // qwen2.cc
 const Family& qwen3_family();     // qwen3.cc
 const Family& minicpm3_family();  // minicpm3.cc
 const Family& mistral_family();   // mistral.cc
+const Family& gemma2_family();    // gemma2.cc
 
 // All families, for lookup and messages.
 std::vector<const Family*> all_families();
