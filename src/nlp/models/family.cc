@@ -41,6 +41,14 @@ std::pair<int64_t, int64_t> Family::projection_widths(const ModelConfig& c) cons
   return {c.num_heads * head, 2 * std::max<int64_t>(c.num_kv_heads, 1) * head};
 }
 
+void read_sliding_window(const nlohmann::json& cfg, ModelConfig& c, int64_t absent) {
+  if (cfg.contains("sliding_window") && cfg["sliding_window"].is_null()) return;
+  const int64_t window = json_int(cfg, "sliding_window", c.source, absent);
+  if (window < 0) config_fail(c.source, "sliding_window must be positive or null, got " + std::to_string(window));
+  // A window as long as the context changes nothing (and keeps the stored number small).
+  if (window > 0 && window < c.max_position_embeddings) c.extra["sliding_window"] = static_cast<double>(window);
+}
+
 double extra(const ModelConfig& c, const std::string& key) {
   const auto it = c.extra.find(key);
   return it == c.extra.end() ? 0.0 : it->second;

@@ -113,6 +113,10 @@ std::string family_names();
 // "{layer}" replaced by the number.
 std::string layer_name(const std::string& pattern, int64_t layer);
 
+// config.json's sliding_window into extra["sliding_window"]: `absent` when the field is missing,
+// none when it is null or the whole context fits in it; kFormat when negative.
+void read_sliding_window(const nlohmann::json& cfg, ModelConfig& c, int64_t absent);
+
 // A family hyperparameter kept in ModelConfig::extra (0 when absent).
 double extra(const ModelConfig& c, const std::string& key);
 

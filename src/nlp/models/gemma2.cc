@@ -36,9 +36,7 @@ class Gemma2 final : public Family {
       throw Error(ErrorCode::kUnsupported, src + ": hidden_activation \"" + act + "\" (gemma2 runs gelu_pytorch_tanh)");
     // null switches a feature off; absent takes transformers' Gemma2Config default.
     auto is_null = [&](const char* key) { return cfg.contains(key) && cfg[key].is_null(); };
-    const int64_t window = is_null("sliding_window") ? 0 : json_int(cfg, "sliding_window", src, int64_t{4096});
-    if (window < 0) config_fail(src, "sliding_window must be positive or null, got " + std::to_string(window));
-    if (window > 0 && window < c.max_position_embeddings) c.extra["sliding_window"] = static_cast<double>(window);
+    read_sliding_window(cfg, c, /*absent=*/4096);
     c.extra["attn_logit_softcapping"] = is_null("attn_logit_softcapping") ? 0 : json_num(cfg, "attn_logit_softcapping", src, 50.0);
     c.extra["final_logit_softcapping"] =
         is_null("final_logit_softcapping") ? 0 : json_num(cfg, "final_logit_softcapping", src, 30.0);

@@ -19,10 +19,7 @@ class Mistral final : public Family {
 
   void read_hf(const nlohmann::json& cfg, ModelConfig& c) const override {
     Family::read_hf(cfg, c);
-    const int64_t window = json_int(cfg, "sliding_window", c.source, int64_t{0});
-    if (window < 0) config_fail(c.source, "sliding_window must be positive or null, got " + std::to_string(window));
-    // A window as long as the context changes nothing (and keeps the stored number small).
-    if (window > 0 && window < c.max_position_embeddings) c.extra["sliding_window"] = static_cast<double>(window);
+    read_sliding_window(cfg, c, /*absent=*/0);
   }
 
   DecoderSpec decoder(const ModelConfig& c) const override {
