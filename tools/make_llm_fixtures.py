@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/llm/<family>/: tiny random-weight causal LMs and Hugging Face's outputs.
 
-Rerun:  /work/main/.venv-peers/bin/python tools/make_llm_fixtures.py
+Rerun:  /work/main/.venv-peers/bin/python tools/make_llm_fixtures.py [FAMILY ...]
+        (families named: only those, with their seeds unchanged; none: all, and the bad GGUFs)
         (scripts/install-py-peers.sh nlp torch llm: transformers, torch, safetensors, gguf)
 
 For each family the structure of a real config in ../shared/data/models/ at tiny sizes (2 layers,
@@ -13,6 +14,13 @@ hidden 32, 4 query heads over 2 kv heads, vocab 256), seeded, float32:
   minicpm3  MiniCPM3-4B's structure (multi-head latent attention: q_lora 16, kv_lora 8, nope 8 +
          rope 8, value 8; LongRoPE short factors; scale_emb 12, scale_depth 1.4, dim_model_base
          256, which llama.cpp's minicpm3 code takes as constants; tied)
+  mistral  Mistral 7B v0.1's structure with a sliding window of 4 keys, shorter than prompts 0
+         and 2 and the greedy run, so the window changes the logits (the script checks it). No
+         model.gguf: llama.cpp writes Mistral as "llama" without the window.
+  gemma2 Gemma 2's structure (sandwich norms with weight + 1, GeGLU, sqrt(hidden) embedding
+         scale, query_pre_attn_scalar 16, sliding window 4 on even layers) with soft-caps small
+         enough to act on random weights (attention 2, logits 8); eager attention (transformers
+         soft-caps only there). No model.gguf.
 Each directory holds
   hf/          config.json, generation_config.json, model.safetensors (transformers' save_pretrained)
   model.gguf   the same weights as GGUF F32, named and laid out as llama.cpp's convert_hf_to_gguf.py
@@ -60,7 +68,16 @@ FAMILIES = {
         rope_theta=10000.0,
         rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.5, 4.0], "long_factor": [2.0, 3.0, 5.0, 8.0],
                       "original_max_position_embeddings": 64})),
+    "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(
+        rope_theta=10000.0, tie_word_embeddings=False, sliding_window=4)),
+    "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM, dict(
+        rope_theta=10000.0, tie_word_embeddings=True, head_dim=8, sliding_window=4, query_pre_attn_scalar=16,
+        attn_logit_softcapping=2.0, final_logit_softcapping=8.0, hidden_act=None,
+        hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, attn_implementation="eager")),
 }
+# Families whose GGUF form cannot hold what the fixture tests (mistral's window), or that Spore
+# reads from safetensors only (gemma2).
+NO_GGUF = {"mistral", "gemma2"}
 
 
 def init_weights(model, seed):
@@ -262,6 +279,15 @@ def make(family, seed):
         with torch.no_grad():
             logits[f"logits_{i}"] = model(torch.tensor([p])).logits[0].contiguous()
     cont, margin = greedy(model, PROMPTS[0])
+    if getattr(cfg, "sliding_window", None):
+        # The window must matter: the same weights without it give other logits.
+        cfg.sliding_window = 1 << 20  # wider than any prompt (None breaks gemma2's cache)
+        wide = model_cls(cfg).to(torch.float32).eval()
+        wide.load_state_dict(model.state_dict())
+        with torch.no_grad():
+            d = float((wide(torch.tensor([PROMPTS[2]])).logits[0] - logits["logits_2"]).abs().max())
+        assert d > 1e-2, f"{family}: the sliding window changes the logits by only {d}"
+        cfg.sliding_window = kwargs["sliding_window"]
     assert margin > 1e-3, f"{family}: greedy margin {margin} too small for a stable fixture"
     save_file(logits, str(out / "reference.safetensors"))
     ref = {"family": family, "transformers": transformers.__version__, "torch": torch.__version__,
@@ -271,7 +297,8 @@ def make(family, seed):
     state = {k: v for k, v in model.state_dict().items()}
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
-    write_gguf(out / "model.gguf", family, cfg, state)
+    if family not in NO_GGUF:
+        write_gguf(out / "model.gguf", family, cfg, state)
     if family in QUANTIZED:
         write_quantized(out, family, cfg, model, state, QUANTIZED[family])
     sizes = {f.name: f.stat().st_size for f in sorted(out.rglob("*")) if f.is_file()}
@@ -314,6 +341,10 @@ def write_bad_ggufs():
 
 
 if __name__ == "__main__":
+    import sys
+    only = sys.argv[1:]
     for k, fam in enumerate(FAMILIES):
-        make(fam, 1000 + k)
-    write_bad_ggufs()
+        if not only or fam in only:
+            make(fam, 1000 + k)
+    if not only:
+        write_bad_ggufs()

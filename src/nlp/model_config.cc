@@ -18,9 +18,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw Error(ErrorCode::kFormat, source + ": " + what);
-}
+using models::config_fail;
+[[noreturn]] void fail(const std::string& source, const std::string& what) { config_fail(source, what); }
 
 Json parse_json_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -139,6 +138,19 @@ void parse_rope_scaling(const Json& cfg, ModelConfig& c, const std::string& src)
 
 }  // namespace
 
+namespace models {
+[[noreturn]] void config_fail(const std::string& source, const std::string& what) {
+  throw Error(ErrorCode::kFormat, source + ": " + what);
+}
+int64_t json_int(const Json& j, const char* name, const std::string& src, std::optional<int64_t> def) {
+  return get_int(j, name, src, def);
+}
+double json_num(const Json& j, const char* name, const std::string& src, std::optional<double> def) {
+  return get_num(j, name, src, def);
+}
+std::string json_str(const Json& j, const char* name, const std::string& src) { return get_str(j, name, src); }
+}  // namespace models
+
 Json parse_json_text(const std::string& text, const std::string& source) {
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw Error(ErrorCode::kFormat, source + ": not valid JSON");
@@ -170,25 +182,9 @@ ModelConfig config_from_json(const Json& cfg, const std::string& src) {
   c.rms_norm_eps = get_num(cfg, "rms_norm_eps", src, 1e-6);
   c.rope_theta = get_num(cfg, "rope_theta", src, 10000.0);
   parse_rope_scaling(cfg, c, src);
-  c.tie_word_embeddings = get_bool(cfg, "tie_word_embeddings", src, fam->default_tie);
-  c.attention_bias = get_bool(cfg, "attention_bias", src, fam->default_attention_bias) || fam->default_attention_bias;
-  c.qk_norm = fam->qk_norm;
-  if (const std::string act = get_str(cfg, "hidden_act", src); !act.empty() && act != "silu")
-    throw Error(ErrorCode::kUnsupported, src + ": hidden_act \"" + act + "\" (only silu, the SwiGLU MLP, is supported)");
-  if (fam->latent_attention) {
-    // MiniCPM3: config.json's head_dim (when written) is the rotary part; the q/k head is
-    // nope + rope, the value head hidden / heads unless v_head_dim says otherwise.
-    c.q_lora_rank = get_int(cfg, "q_lora_rank", src);
-    c.kv_lora_rank = get_int(cfg, "kv_lora_rank", src);
-    c.qk_nope_head_dim = get_int(cfg, "qk_nope_head_dim", src);
-    c.qk_rope_head_dim = get_int(cfg, "qk_rope_head_dim", src);
-    c.v_head_dim = get_int(cfg, "v_head_dim", src, c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
-    c.scale_emb = get_num(cfg, "scale_emb", src, 1.0);
-    c.scale_depth = get_num(cfg, "scale_depth", src, 1.0);
-    c.dim_model_base = get_int(cfg, "dim_model_base", src, c.hidden_size);
-    c.head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
-    c.rope_dim = c.qk_rope_head_dim;
-  }
+  c.tie_word_embeddings = get_bool(cfg, "tie_word_embeddings", src, fam->default_tie());
+  c.attention_bias = get_bool(cfg, "attention_bias", src, false);
+  fam->read_hf(cfg, c);
   const auto bos = get_ids(cfg, "bos_token_id", src);
   if (!bos.empty()) c.bos_id = bos[0];
   c.eos_ids = get_ids(cfg, "eos_token_id", src);
@@ -220,19 +216,9 @@ void validate_config(ModelConfig& c) {
   if (c.num_heads % c.num_kv_heads != 0)
     fail(src, "num_attention_heads " + std::to_string(c.num_heads) + " is not a multiple of num_key_value_heads " +
                   std::to_string(c.num_kv_heads));
-  if (c.family == "minicpm3") {
-    positive(c.q_lora_rank, "q_lora_rank");
-    positive(c.kv_lora_rank, "kv_lora_rank");
-    positive(c.qk_nope_head_dim, "qk_nope_head_dim");
-    positive(c.qk_rope_head_dim, "qk_rope_head_dim");
-    positive(c.v_head_dim, "v_head_dim");
-    positive(c.dim_model_base, "dim_model_base");
-    if (c.head_dim != c.qk_nope_head_dim + c.qk_rope_head_dim || c.rope_dim != c.qk_rope_head_dim)
-      fail(src, "the q/k head (" + std::to_string(c.head_dim) + ") must be qk_nope_head_dim + qk_rope_head_dim");
-    if (c.num_kv_heads != c.num_heads)
-      fail(src, "latent attention expands k and v to every head: num_key_value_heads must equal num_attention_heads");
-    if (!(c.scale_emb > 0) || !(c.scale_depth > 0)) fail(src, "scale_emb and scale_depth must be positive");
-  } else if (c.v_head_dim == 0) {
+  if (const models::Family* fam = models::find_family(c.family)) {
+    fam->validate(c);
+  } else if (c.v_head_dim == 0) {  // a config no family made (tests' own models)
     c.v_head_dim = c.head_dim;
   }
   if (c.v_head_dim > 65536) fail(src, "v_head_dim " + std::to_string(c.v_head_dim) + " is implausibly large");
@@ -299,21 +285,6 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
   c.num_heads = g.get_int(p + "attention.head_count");
   c.num_kv_heads = opt_int(p + "attention.head_count_kv", c.num_heads);
   c.head_dim = opt_int(p + "attention.key_length", 0);
-  if (fam->latent_attention) {
-    // llama.cpp writes the ranks and head sizes; MiniCPM3's scales are constants in its code
-    // (scale_emb 12, scale_depth 1.4, dim_model_base 256), as in the one published model.
-    c.q_lora_rank = g.get_int(p + "attention.q_lora_rank");
-    c.kv_lora_rank = g.get_int(p + "attention.kv_lora_rank");
-    c.qk_rope_head_dim = g.get_int(p + "rope.dimension_count");
-    c.qk_nope_head_dim = c.head_dim - c.qk_rope_head_dim;
-    c.v_head_dim = opt_int(p + "attention.value_length", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
-    c.scale_emb = 12;
-    c.scale_depth = 1.4;
-    c.dim_model_base = 256;
-  } else if (g.contains(p + "attention.value_length") && c.head_dim != 0 &&
-             g.get_int(p + "attention.value_length") != c.head_dim) {
-    fail(src, p + "attention.value_length differs from key_length (only equal head sizes are supported for " + arch + ")");
-  }
   c.max_position_embeddings = g.get_int(p + "context_length");
   c.rms_norm_eps = g.get_float(p + "attention.layer_norm_rms_epsilon");
   c.rope_theta = opt_float(p + "rope.freq_base", 10000.0);
@@ -340,7 +311,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& g) {
   }
   c.tie_word_embeddings = !has_output;
   c.attention_bias = has_bias;
-  c.qk_norm = fam->qk_norm;
+  fam->read_gguf(g, c);
   if (g.contains("tokenizer.ggml.bos_token_id")) {
     const int64_t id = g.get_int("tokenizer.ggml.bos_token_id");
     if (id < 0 || id > std::numeric_limits<int32_t>::max()) fail(src, "tokenizer.ggml.bos_token_id is out of range");

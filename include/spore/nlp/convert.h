@@ -1,6 +1,6 @@
 // `spore convert`: a Hugging Face model directory to one GGUF file, as llama.cpp's
-// convert_hf_to_gguf.py writes it for the llama, qwen2 and qwen3 architectures (NOTE [GGUF
-// writer] in docs/design.md): the hyperparameters under <arch>.*, the byte-level BPE tokenizer
+// convert_hf_to_gguf.py writes it for the llama, qwen2 and qwen3 architectures, and mistral as
+// llama (NOTE [GGUF writer], NOTE [Model families] in docs/design.md): the hyperparameters under <arch>.*, the byte-level BPE tokenizer
 // under tokenizer.ggml.* with the chat template, and the weights renamed to llama.cpp's tensor
 // names (token_embd, blk.N.attn_q, ...), the llama q/k rows permuted the way llama.cpp's converter
 // does, quantised on the way. Norms and other 1-D tensors stay F32; a matrix whose rows do not fill

@@ -48,7 +48,7 @@ struct RopeScaling {
 // config.json or GGUF metadata; a missing required field or a contradiction (heads not dividing
 // the hidden size, kv heads not dividing heads, ...) is kFormat naming the file and the field.
 struct ModelConfig {
-  std::string family;        // "llama", "qwen2", "qwen3", "minicpm3"
+  std::string family;        // "llama", "qwen2", "qwen3", "minicpm3", "mistral", "gemma2"
   std::string architecture;  // as the artifact names it: "LlamaForCausalLM", GGUF "llama", ...
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -65,12 +65,13 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;         // per-head RMSNorm on q and k before rope (qwen3)
-  // minicpm3 (multi-head latent attention, ../shared/reference/minicpm3-architecture.md)
-  int64_t q_lora_rank = 0, kv_lora_rank = 0;
-  int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;  // value head size, every family (head_dim but for minicpm3: the KV cache's values)
-  double scale_emb = 1.0, scale_depth = 1.0;
-  int64_t dim_model_base = 0;
+  // One family's own hyperparameters, by their config.json names (NOTE [Model families]):
+  // minicpm3 q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, scale_emb,
+  // scale_depth, dim_model_base; mistral sliding_window; gemma2 sliding_window,
+  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar. The family's file
+  // reads them.
+  std::map<std::string, double> extra;
   // Token ids the artifact declares (config.json, generation_config.json, GGUF tokenizer.ggml.*).
   std::optional<int32_t> bos_id;
   std::vector<int32_t> eos_ids;

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "convert_internal.h"
+#include "nlp/models/family.h"
 #include "spore/error.h"
 #include "spore/format.h"
 #include "spore/half.h"
@@ -25,24 +26,22 @@ using convert::read_json_file;
 
 namespace {
 
-struct ArchInfo {
-  const char* gguf;      // general.architecture
-  bool permute_qk;       // llama.cpp's LlamaModel.permute on q/k rows (undo_permute)
-  bool llama_extras;     // <arch>.vocab_size and rope.dimension_count (LlamaModel only)
-};
-
-ArchInfo arch_of(const json& config, const fs::path& file) {
+// The family that claims config.json and how llama.cpp's converter writes it (the family's file
+// says: NOTE [Model families]); kUnsupported naming the architecture otherwise.
+const models::Family& family_of(const json& config, const fs::path& file) {
   std::string hf;
   if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty() &&
       config["architectures"][0].is_string())
     hf = config["architectures"][0].get<std::string>();
-  const std::string mt = config.value("model_type", "");
-  if (hf == "LlamaForCausalLM" || hf == "MistralForCausalLM" || (hf.empty() && mt == "llama")) return {"llama", true, true};
-  if (hf == "Qwen2ForCausalLM" || (hf.empty() && mt == "qwen2")) return {"qwen2", false, false};
-  if (hf == "Qwen3ForCausalLM" || (hf.empty() && mt == "qwen3")) return {"qwen3", false, false};
-  throw Error(ErrorCode::kUnsupported, "'" + file.string() + "': architecture '" + (hf.empty() ? mt : hf) +
-                                           "' is not one spore convert writes (LlamaForCausalLM, "
-                                           "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  const std::string mt = config.contains("model_type") && config["model_type"].is_string() ? config["model_type"].get<std::string>() : "";
+  const models::Family* f = models::find_family_hf(hf.empty() ? mt : "", hf);
+  std::string writable;
+  for (const models::Family* w : models::all_families())
+    if (!w->writes.arch.empty()) writable += (writable.empty() ? "" : ", ") + w->hf_architectures.at(0);
+  if (!f || f->writes.arch.empty())
+    throw Error(ErrorCode::kUnsupported, "'" + file.string() + "': architecture '" + (hf.empty() ? mt : hf) +
+                                             "' is not one spore convert writes (" + writable + ")");
+  return *f;
 }
 
 int64_t need_int(const json& c, const char* key, const fs::path& file) {
@@ -55,32 +54,21 @@ std::optional<double> opt_number(const json& c, const char* key) {
   return std::nullopt;
 }
 
-// The HF -> GGUF tensor names of the llama/qwen2/qwen3 decoder (gguf-py's tensor_mapping.py).
-std::optional<std::string> gguf_name(const std::string& hf, int64_t blocks) {
-  static const std::map<std::string, std::string> kTop = {
-      {"model.embed_tokens.weight", "token_embd.weight"},
-      {"model.norm.weight", "output_norm.weight"},
-      {"lm_head.weight", "output.weight"}};
-  if (auto it = kTop.find(hf); it != kTop.end()) return it->second;
-  static const std::map<std::string, std::string> kBlock = {
-      {"input_layernorm.weight", "attn_norm.weight"},
-      {"post_attention_layernorm.weight", "ffn_norm.weight"},
-      {"self_attn.q_proj.weight", "attn_q.weight"},   {"self_attn.q_proj.bias", "attn_q.bias"},
-      {"self_attn.k_proj.weight", "attn_k.weight"},   {"self_attn.k_proj.bias", "attn_k.bias"},
-      {"self_attn.v_proj.weight", "attn_v.weight"},   {"self_attn.v_proj.bias", "attn_v.bias"},
-      {"self_attn.o_proj.weight", "attn_output.weight"}, {"self_attn.o_proj.bias", "attn_output.bias"},
-      {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-      {"mlp.gate_proj.weight", "ffn_gate.weight"},
-      {"mlp.up_proj.weight", "ffn_up.weight"},
-      {"mlp.down_proj.weight", "ffn_down.weight"}};
+// A Hugging Face tensor's GGUF name by the family's table (the loader's), with the layer number
+// filled in; none for a name the table lacks or a layer past `blocks`.
+std::optional<std::string> gguf_name(const models::Family& family, const std::string& hf, int64_t blocks) {
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
   std::smatch m;
-  if (!std::regex_match(hf, m, kLayer)) return std::nullopt;
-  const int64_t b = std::stoll(m[1].str());
-  if (b >= blocks) return std::nullopt;
-  auto it = kBlock.find(m[2].str());
-  if (it == kBlock.end()) return std::nullopt;
-  return "blk." + std::to_string(b) + "." + it->second;
+  std::string pattern = hf;
+  int64_t b = -1;
+  if (std::regex_match(hf, m, kLayer)) {
+    b = std::stoll(m[1].str());
+    if (b >= blocks) return std::nullopt;
+    pattern = "model.layers.{layer}." + m[2].str();
+  }
+  for (const models::TensorName* t : family.names.all())
+    if (!t->hf.empty() && t->hf == pattern) return b < 0 ? t->gguf : models::layer_name(t->gguf, b);
+  return std::nullopt;
 }
 
 // Sort key: token_embd, then the blocks in order (tensors within a block in llama.cpp's usual
@@ -235,8 +223,9 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   const fs::path config_path = dir / "config.json";
   const json config = read_json_file(config_path);
   if (!config.is_object()) throw Error(ErrorCode::kFormat, "'" + config_path.string() + "' is not a JSON object");
-  const ArchInfo arch = arch_of(config, config_path);
-  const std::string a = arch.gguf;
+  const models::Family& family = family_of(config, config_path);
+  const models::GgufWriting arch = family.writes;
+  const std::string a = arch.arch;
 
   const int64_t blocks = need_int(config, "num_hidden_layers", config_path);
   const int64_t hidden = need_int(config, "hidden_size", config_path);
@@ -331,7 +320,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   std::vector<Plan> plans;
   for (const auto& [hf, file] : where) {
     if (hf.size() > 22 && hf.compare(hf.size() - 22, 22, ".rotary_emb.inv_freq") == 0) continue;
-    const auto name = gguf_name(hf, blocks);
+    const auto name = gguf_name(family, hf, blocks);
     if (!name)
       throw Error(ErrorCode::kUnsupported, "'" + file->path().string() + "': tensor '" + hf + "' has no GGUF name in the " +
                                                a + " architecture (or its layer is past num_hidden_layers = " +

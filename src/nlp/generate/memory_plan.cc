@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "nlp/models/family.h"
 #include "spore/error.h"
 
 namespace spore::nlp {
@@ -20,12 +21,10 @@ std::string format_bytes(uint64_t b) {
 namespace detail {
 
 uint64_t scratch_estimate(const ModelConfig& c, int64_t rows, int64_t logit_rows) {
-  const int64_t head = c.head_dim > 0 ? c.head_dim : (c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
-  int64_t q = c.num_heads * head, kv = 2 * std::max<int64_t>(c.num_kv_heads, 1) * head;
-  if (c.qk_nope_head_dim + c.qk_rope_head_dim > 0) {  // latent attention: per-head q/k/v widths
-    q = c.num_heads * (c.qk_nope_head_dim + c.qk_rope_head_dim) + c.q_lora_rank;
-    kv = c.num_heads * (c.qk_nope_head_dim + c.qk_rope_head_dim + c.v_head_dim) + c.kv_lora_rank;
-  }
+  // The family knows its projections' widths (latent attention's differ); a config no family
+  // made (tests' own models) gets the plain decoder's.
+  const models::Family* fam = models::find_family(c.family);
+  const auto [q, kv] = (fam ? fam : &models::llama_family())->projection_widths(c);
   const int64_t per_row = 4 * c.hidden_size + q + kv + 3 * c.intermediate_size;
   return 4ull * (uint64_t)(rows * per_row + logit_rows * c.vocab_size);
 }

@@ -1,8 +1,9 @@
-// The shared decoder of every family (NOTE [LLM engine] in docs/design.md): embedding, then per
-// layer RMSNorm -> q/k/v projections (+ biases, + per-head q/k norms) -> rope -> KV cache write ->
-// grouped-query attention over the slot's cache -> output projection -> residual, RMSNorm ->
-// SwiGLU MLP -> residual; then the final RMSNorm and the LM head. Every step is a registry op.
-// Matrix products run once over the tokens of all chunks; attention runs per chunk on its slot.
+// The shared decoder of every family (NOTE [LLM engine], NOTE [Model families] in docs/design.md):
+// embedding, then per layer the blocks the family's DecoderSpec composes (blocks.h): norm ->
+// q/k/v -> rope -> KV cache write -> attention over the slot's cache -> output projection ->
+// residual, norm -> MLP -> residual; then the final norm and the LM head. Every step is a
+// registry op. Matrix products run once over the tokens of all chunks; attention runs per chunk
+// on its slot. Nothing here names a family.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -20,34 +21,35 @@ namespace {
 using models::Family;
 using models::layer_name;
 
-struct Layer {
-  Tensor attn_norm, ffn_norm, q_norm, k_norm, q_bias, k_bias, v_bias;
-  Weight q, k, v, o, gate, up, down;
-  // latent attention (minicpm3)
-  Weight q_a, q_b, kv_a, kv_b;
-  Tensor q_a_norm, kv_a_norm;
-};
-
-// MiniCPM3's low-rank norms keep RMSNorm's default eps in transformers (not rms_norm_eps).
-constexpr double kLatentNormEps = 1e-6;
-
 class DecoderLM final : public CausalLM {
  public:
   DecoderLM(const ModelConfig& config, WeightStore& ws, bool gguf, bool ggml) : cfg_(config), ggml_(ggml) {
-    const Family* fam = nullptr;
-    for (const Family* f : models::all_families())
-      if (f->name == cfg_.family) fam = f;
+    const Family* fam = models::find_family(cfg_.family);
     if (!fam) throw Error(ErrorCode::kUnsupported, "model family " + cfg_.family + " is not built in");
     interleaved_ = gguf && fam->gguf_interleaved_rope;
-    latent_ = fam->latent_attention;
+    spec_ = fam->decoder(cfg_);
+    if (static_cast<int64_t>(spec_.layers.size()) != cfg_.num_layers)
+      throw Error(ErrorCode::kInternal, "family " + fam->name + " composed " + std::to_string(spec_.layers.size()) +
+                                            " layers for a config of " + std::to_string(cfg_.num_layers));
+    for (const models::LayerSpec& l : spec_.layers) {
+      latent_ = latent_ || l.attention.latent.q_lora_rank > 0;
+      if (l.moe.experts > 0)
+        throw Error(ErrorCode::kUnsupported, cfg_.source + ": mixture-of-experts layers (" + fam->name +
+                                                 ") are not built yet");
+      if (ggml_ && (l.attention.sliding_window > 0 || l.attention.softcap > 0 || spec_.logit_softcap > 0))
+        throw Error(ErrorCode::kUnsupported, cfg_.source + ": " + fam->name +
+                                                 "'s sliding-window / soft-capped attention has no ggml numerics; "
+                                                 "load it with the reference numerics (--numerics reference)");
+    }
     const auto& n = fam->names;
     auto nm = [gguf](const models::TensorName& t, int64_t layer) {
       return layer_name(gguf ? t.gguf : t.hf, layer);
     };
-    const int64_t H = cfg_.hidden_size, D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
-                  F = cfg_.intermediate_size, V = cfg_.vocab_size, Dv = cfg_.v_head_dim;
+    const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size;
+    dims_ = {H, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, cfg_.v_head_dim, cfg_.intermediate_size};
     embed_ = ws.matrix(nm(n.embed, 0), V, H);
     final_norm_ = ws.vector(nm(n.final_norm, 0), H);
+    if (spec_.final_norm.offset != 0) final_norm_ = add(final_norm_, spec_.final_norm.offset);
     const std::string head = nm(n.lm_head, 0);
     // Tied embeddings: no head tensor (GGUF drops it; HF configs say tie_word_embeddings).
     if (ws.contains(head) && !(cfg_.tie_word_embeddings && !gguf))
@@ -56,38 +58,8 @@ class DecoderLM final : public CausalLM {
       lm_head_ = ws.matrix(head, V, H);  // throws naming the missing head
     else
       lm_head_ = embed_;
-    for (int64_t l = 0; l < cfg_.num_layers; ++l) {
-      Layer L;
-      L.attn_norm = ws.vector(nm(n.attn_norm, l), H);
-      L.ffn_norm = ws.vector(nm(n.ffn_norm, l), H);
-      if (latent_) {
-        const int64_t R = cfg_.qk_rope_head_dim, Dn = cfg_.qk_nope_head_dim;
-        L.q_a = ws.matrix(nm(n.q_a, l), cfg_.q_lora_rank, H);
-        L.q_a_norm = ws.vector(nm(n.q_a_norm, l), cfg_.q_lora_rank);
-        L.q_b = ws.matrix(nm(n.q_b, l), Hq * D, cfg_.q_lora_rank);
-        L.kv_a = ws.matrix(nm(n.kv_a, l), cfg_.kv_lora_rank + R, H);
-        L.kv_a_norm = ws.vector(nm(n.kv_a_norm, l), cfg_.kv_lora_rank);
-        L.kv_b = ws.matrix(nm(n.kv_b, l), Hq * (Dn + Dv), cfg_.kv_lora_rank);
-      } else {
-        L.q = ws.matrix(nm(n.q, l), Hq * D, H);
-        L.k = ws.matrix(nm(n.k, l), Hkv * D, H);
-        L.v = ws.matrix(nm(n.v, l), Hkv * D, H);
-      }
-      L.o = ws.matrix(nm(n.o, l), H, Hq * Dv);
-      if (cfg_.attention_bias) {
-        L.q_bias = ws.vector(nm(n.q_bias, l), Hq * D);
-        L.k_bias = ws.vector(nm(n.k_bias, l), Hkv * D);
-        L.v_bias = ws.vector(nm(n.v_bias, l), Hkv * D);
-      }
-      if (cfg_.qk_norm) {
-        L.q_norm = ws.vector(nm(n.q_norm, l), D);
-        L.k_norm = ws.vector(nm(n.k_norm, l), D);
-      }
-      L.gate = ws.matrix(nm(n.gate, l), F, H);
-      L.up = ws.matrix(nm(n.up, l), F, H);
-      L.down = ws.matrix(nm(n.down, l), H, F);
-      layers_.push_back(std::move(L));
-    }
+    for (int64_t l = 0; l < cfg_.num_layers; ++l)
+      layers_.push_back(models::load_layer(ws, n, gguf, l, spec_.layers[static_cast<size_t>(l)], dims_));
     // llama.cpp stores Llama 3's scaled frequencies as divisors (rope_freqs.weight).
     // MiniCPM3's LongRoPE factors are tensors in GGUF (rope_factors_short / _long).
     if (gguf && ws.contains("rope_freqs.weight")) rope_div_short_ = rope_div_long_ = ws.vector("rope_freqs.weight", cfg_.rope_dim / 2);
@@ -106,11 +78,6 @@ class DecoderLM final : public CausalLM {
     }
     short_inv_ = make_inv_freq(1, rope_div_short_, &short_scale_);
     long_inv_ = make_inv_freq(cfg_.max_position_embeddings + 1, rope_div_long_, &long_scale_);
-    if (latent_) {
-      embed_scale_ = cfg_.scale_emb;
-      residual_scale_ = cfg_.scale_depth / std::sqrt(static_cast<double>(cfg_.num_layers));
-      head_scale_ = static_cast<double>(cfg_.dim_model_base) / static_cast<double>(cfg_.hidden_size);
-    }
     memory_ = ws.memory();
   }
 
@@ -188,19 +155,17 @@ class DecoderLM final : public CausalLM {
     ro.scale = long_rope ? long_scale_ : short_scale_;
     ro.ggml_theta_scale = ggml_theta_scale_;
     const Tensor& inv = ggml_factors_.defined() ? ggml_factors_ : long_rope ? long_inv_ : short_inv_;
-    const double eps = cfg_.rms_norm_eps, attn_scale = 1.0 / std::sqrt(static_cast<double>(D));
+    const double default_scale = 1.0 / std::sqrt(static_cast<double>(D));
 
     Tensor h = embed_rows(embed_, ids);  // [N, hidden]
-    if (embed_scale_ != 1.0) h = mul(h, embed_scale_);
+    if (spec_.embed_scale != 1.0) h = mul(h, spec_.embed_scale);
     for (int64_t l = 0; l < cfg_.num_layers; ++l) {
-      const Layer& L = layers_[static_cast<size_t>(l)];
-      const Tensor x = rms_norm(h, L.attn_norm, eps, ggml_);
+      const models::LayerWeights& L = layers_[static_cast<size_t>(l)];
+      const models::LayerSpec& S = spec_.layers[static_cast<size_t>(l)];
+      const Tensor x = models::norm(h, L.attn_norm, S.norm, ggml_);
       Tensor q, k, v;  // [1, N, heads, D] (v: Dv), rope applied
-      if (latent_) {
-        latent_qkv(L, x, N, pos, inv, ro, q, k, v);
-      } else {
-        plain_qkv(L, x, N, pos, inv, ro, q, k, v);
-      }
+      models::attention_qkv(L, S.attention, dims_, x, N, pos, inv, ro, ggml_, q, k, v);
+      const double attn_scale = S.attention.scale > 0 ? S.attention.scale : default_scale;
       const Tensor& kc = cache.keys(l);
       const Tensor& vc = cache.values(l);
       std::vector<Tensor> outs;
@@ -211,19 +176,26 @@ class DecoderLM final : public CausalLM {
         const Tensor ks = slice(kc, 0, ch.slot, ch.slot + 1), vs = slice(vc, 0, ch.slot, ch.slot + 1);
         kv_cache_write(ks, heads_first(k), ch.position);
         kv_cache_write(vs, heads_first(v), ch.position);
-        const Tensor a = attention(heads_first(q), ks, vs, attn_scale, ch.position, ggml_);  // [1, Hq, len, D]
+        const Tensor a = attention(heads_first(q), ks, vs, attn_scale, ch.position, ggml_, S.attention.sliding_window,
+                                   S.attention.softcap);  // [1, Hq, len, Dv]
         outs.push_back(reshape(transpose(a, 1, 2).contiguous(), {len, Hq * Dv}));
         off += len;
       }
       const Tensor attn = outs.size() == 1 ? outs[0] : concat(outs, 0);
-      h = residual(h, lin(attn, L.o));
-      const Tensor y = rms_norm(h, L.ffn_norm, eps, ggml_);
-      h = residual(h, lin(mul(silu(lin(y, L.gate)), lin(y, L.up)), L.down));
+      Tensor attn_out = lin(attn, L.o);
+      if (S.post_norms) attn_out = models::norm(attn_out, L.post_attn_norm, S.norm, ggml_);
+      h = residual(h, attn_out);
+      const Tensor y = models::norm(h, L.ffn_norm, S.norm, ggml_);
+      Tensor mlp_out = models::mlp(L, S.mlp, y, ggml_);
+      if (S.post_norms) mlp_out = models::norm(mlp_out, L.post_ffn_norm, S.norm, ggml_);
+      h = residual(h, mlp_out);
     }
     if (static_cast<int64_t>(keep.size()) != N) h = index_select(h, 0, Tensor::from_vector(keep, Shape{(int64_t)keep.size()}));
-    Tensor out = rms_norm(h, final_norm_, eps, ggml_);
-    if (head_scale_ != 1.0) out = mul(out, head_scale_);
-    return lin(out, lm_head_);
+    Tensor out = models::norm(h, final_norm_, spec_.final_norm, ggml_);
+    if (spec_.head_scale != 1.0) out = mul(out, spec_.head_scale);
+    Tensor logits = lin(out, lm_head_);
+    if (spec_.logit_softcap > 0) logits = mul(tanh(mul(logits, 1.0 / spec_.logit_softcap)), spec_.logit_softcap);
+    return logits;
   }
 
  private:
@@ -242,48 +214,7 @@ class DecoderLM final : public CausalLM {
   Tensor lin(const Tensor& x, const Weight& w) const { return linear(x, w, ggml_); }
 
   Tensor residual(const Tensor& h, const Tensor& branch) const {
-    return add(h, residual_scale_ == 1.0 ? branch : mul(branch, residual_scale_));
-  }
-
-  // q/k/v projections (+ biases, + per-head norms), then the rope on q and k.
-  void plain_qkv(const Layer& L, const Tensor& x, int64_t N, const Tensor& pos, const Tensor& inv, const RopeOptions& ro,
-                 Tensor& q, Tensor& k, Tensor& v) const {
-    const int64_t D = cfg_.head_dim, Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
-    q = lin(x, L.q);
-    k = lin(x, L.k);
-    v = lin(x, L.v);
-    if (L.q_bias.defined()) {
-      q = add(q, L.q_bias);
-      k = add(k, L.k_bias);
-      v = add(v, L.v_bias);
-    }
-    q = reshape(q, {1, N, Hq, D});
-    k = reshape(k, {1, N, Hkv, D});
-    v = reshape(v, {1, N, Hkv, D});
-    if (L.q_norm.defined()) {
-      q = rms_norm(q, L.q_norm, cfg_.rms_norm_eps, ggml_);
-      k = rms_norm(k, L.k_norm, cfg_.rms_norm_eps, ggml_);
-    }
-    q = rope(q, pos, inv, ro);
-    k = rope(k, pos, inv, ro);
-  }
-
-  // Multi-head latent attention: q = q_b(norm(q_a x)) per head [nope | rope]; kv_a x = [latent |
-  // shared rope key]; kv_b(norm(latent)) per head [k_nope | v]; k = [k_nope | rope key] per head.
-  // The cache holds the expanded per-head k and v (not the latent): the attention op reads them.
-  void latent_qkv(const Layer& L, const Tensor& x, int64_t N, const Tensor& pos, const Tensor& inv,
-                  const RopeOptions& ro, Tensor& q, Tensor& k, Tensor& v) const {
-    const int64_t H = cfg_.num_heads, Dn = cfg_.qk_nope_head_dim, R = cfg_.qk_rope_head_dim, Dv = cfg_.v_head_dim,
-                  C = cfg_.kv_lora_rank;
-    const Tensor qh = reshape(linear(rms_norm(linear(x, L.q_a), L.q_a_norm, kLatentNormEps), L.q_b), {1, N, H, Dn + R});
-    const Tensor q_rot = rope(slice(qh, 3, Dn, Dn + R).contiguous(), pos, inv, ro);
-    q = concat({slice(qh, 3, 0, Dn), q_rot}, 3);
-    const Tensor ckv = linear(x, L.kv_a);  // [N, C + R]
-    const Tensor k_rot = rope(reshape(slice(ckv, 1, C, C + R).contiguous(), {1, N, 1, R}), pos, inv, ro);
-    const Tensor kv = reshape(linear(rms_norm(slice(ckv, 1, 0, C).contiguous(), L.kv_a_norm, kLatentNormEps), L.kv_b),
-                              {1, N, H, Dn + Dv});
-    k = concat({slice(kv, 3, 0, Dn), expand(k_rot, {1, N, H, R})}, 3);
-    v = slice(kv, 3, Dn, Dn + Dv);
+    return add(h, spec_.residual_scale == 1.0 ? branch : mul(branch, spec_.residual_scale));
   }
 
   ModelConfig cfg_;
@@ -291,11 +222,12 @@ class DecoderLM final : public CausalLM {
   bool ggml_ = false;              // NOTE [LLM numerics]
   double ggml_theta_scale_ = 0;    // rope's ggml angles (0: HF's)
   Tensor ggml_factors_;            // with them, the per-frequency factors (1 / rope_freqs)
-  double embed_scale_ = 1, residual_scale_ = 1, head_scale_ = 1;  // minicpm3
+  models::DecoderSpec spec_;      // the family's composition (NOTE [Model families])
+  models::BlockDims dims_;
   Weight embed_, lm_head_;
   Tensor final_norm_, rope_div_short_, rope_div_long_, short_inv_, long_inv_;
   double short_scale_ = 1, long_scale_ = 1;
-  std::vector<Layer> layers_;
+  std::vector<models::LayerWeights> layers_;
   MemoryReport memory_;
 };
 

@@ -1,11 +1,23 @@
-// The model families (NOTE [LLM engine] in docs/design.md): what each one changes in the shared
-// decoder (src/nlp/models/decoder.h). A family is a name, the spellings artifacts use for it
-// (Hugging Face model_type / architectures, GGUF general.architecture), the blocks it adds
-// (attention biases, per-head q/k norms) and the weight names of its tensors in both formats.
+// The model families (NOTE [Model families] in docs/design.md). A family is one file,
+// src/nlp/models/<family>.cc, holding one object behind the `Family` interface: the spellings
+// artifacts use for it (Hugging Face model_type / architectures, GGUF general.architecture), its
+// hyperparameters from config.json and from GGUF metadata, its tensor names in both formats (the
+// one table the loader and `spore convert` read), and the composition of its layer from the
+// shared blocks of src/nlp/models/blocks.h. The shared decoder (decoder.cc) runs any composition.
 #pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "nlp/models/blocks.h"
+#include "spore/nlp/model.h"
+
+namespace spore {
+class GgufFile;
+}
 
 namespace spore::nlp::models {
 
@@ -16,41 +28,83 @@ struct TensorName {
 };
 
 // Names of one decoder layer's tensors and of the model's own (embedding, final norm, head).
+// An empty name: the family has no such tensor.
 struct WeightNames {
   TensorName embed, final_norm, lm_head;
-  TensorName attn_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm;
+  TensorName attn_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm;
   TensorName ffn_norm, gate, up, down;
+  TensorName post_attn_norm, post_ffn_norm;  // Gemma 2's sandwich norms
   // Multi-head latent attention (minicpm3): low-rank q and a compressed kv with a shared rope key.
   TensorName q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;
-};
 
-struct Family {
-  std::string name;                            // "llama"
-  std::vector<std::string> hf_model_types;     // config.json model_type values
-  std::vector<std::string> hf_architectures;   // config.json architectures[0] values
-  std::string gguf_arch;                       // general.architecture
-  bool default_attention_bias = false;         // qwen2: q/k/v biases whatever the config says
-  bool qk_norm = false;                        // qwen3: per-head RMSNorm of q and k
-  // llama.cpp's converter permutes llama's q/k rows for its interleaved (GPT-J) rope; qwen2/qwen3
-  // GGUFs keep Hugging Face's half-split (NeoX) order.
-  bool gguf_interleaved_rope = false;
-  // minicpm3: multi-head latent attention, scale_emb / scale_depth / dim_model_base, tied by default.
-  bool latent_attention = false;
-  bool default_tie = false;
-  WeightNames names;
+  // Every entry, for the converter's Hugging Face -> GGUF map.
+  std::vector<const TensorName*> all() const;
 };
 
 // The Llama-style names every family here shares (model.layers.N.* / blk.N.*).
 WeightNames llama_style_names();
 
-const Family& llama_family();   // llama.cc
-const Family& qwen2_family();   // qwen2.cc
-const Family& qwen3_family();   // qwen3.cc
+// How `spore convert` writes a family, as llama.cpp's convert_hf_to_gguf.py does.
+struct GgufWriting {
+  std::string arch;            // general.architecture written; empty: spore convert refuses the family
+  bool permute_qk = false;     // LlamaModel.permute of q/k rows for the interleaved (GPT-J) rope
+  bool llama_extras = false;   // <arch>.vocab_size, rope.dimension_count, add_space_prefix (LlamaModel)
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+
+  std::string name;                           // "llama"
+  std::vector<std::string> hf_model_types;    // config.json model_type values
+  std::vector<std::string> hf_architectures;  // config.json architectures[0] values
+  std::string gguf_arch;                      // general.architecture it loads (empty: none of its own)
+  // llama.cpp's converter permutes llama's q/k rows for its interleaved rope; the loader undoes it
+  // by rotating adjacent pairs. qwen2/qwen3/minicpm3 GGUFs keep Hugging Face's half-split order.
+  bool gguf_interleaved_rope = false;
+  GgufWriting writes;
+  WeightNames names;
+
+  // config.json, after the shared fields (sizes, rope, eps, tie with default_tie(), ids) are
+  // read into `c`: the family's own fields (c.extra) and options. kFormat / kUnsupported naming
+  // the field. The base rejects activations other than silu.
+  virtual void read_hf(const nlohmann::json& cfg, ModelConfig& c) const;
+  // GGUF metadata under "<arch>.", after the shared keys. The base refuses value_length != key_length.
+  virtual void read_gguf(const GgufFile& g, ModelConfig& c) const;
+  // Derived fields and the family's own contradictions, after the shared checks of head_dim and
+  // heads; the base sets v_head_dim to head_dim when unset.
+  virtual void validate(ModelConfig& c) const;
+  // The blocks of the decoder, per layer. The base: pre-norm RMSNorm, grouped-query attention
+  // (c.attention_bias, c.qk_norm), SwiGLU MLP.
+  virtual DecoderSpec decoder(const ModelConfig& c) const;
+  // Activation widths per token of the q and of the k+v projections (the memory plan's scratch).
+  virtual std::pair<int64_t, int64_t> projection_widths(const ModelConfig& c) const;
+  // config.json's tie_word_embeddings when absent.
+  virtual bool default_tie() const { return false; }
+
+ protected:
+  Family(std::string name_, std::vector<std::string> model_types, std::vector<std::string> architectures,
+         std::string gguf, GgufWriting writing, bool interleaved_rope = false)
+      : name(std::move(name_)),
+        hf_model_types(std::move(model_types)),
+        hf_architectures(std::move(architectures)),
+        gguf_arch(std::move(gguf)),
+        gguf_interleaved_rope(interleaved_rope),
+        writes(std::move(writing)),
+        names(llama_style_names()) {}
+};
+
+const Family& llama_family();     // llama.cc
+const Family& qwen2_family();     // qwen2.cc
+const Family& qwen3_family();     // qwen3.cc
 const Family& minicpm3_family();  // minicpm3.cc
+const Family& mistral_family();   // mistral.cc
+const Family& gemma2_family();    // gemma2.cc
 
 // All families, for lookup and messages.
 std::vector<const Family*> all_families();
 // nullptr when no family claims the name.
+const Family* find_family(std::string_view name);
 const Family* find_family_hf(std::string_view model_type, std::string_view architecture);
 const Family* find_family_gguf(std::string_view arch);
 // "llama, qwen2, qwen3" for messages.
@@ -58,5 +112,20 @@ std::string family_names();
 
 // "{layer}" replaced by the number.
 std::string layer_name(const std::string& pattern, int64_t layer);
+
+// config.json's sliding_window into extra["sliding_window"]: `absent` when the field is missing,
+// none when it is null or the whole context fits in it; kFormat when negative.
+void read_sliding_window(const nlohmann::json& cfg, ModelConfig& c, int64_t absent);
+
+// A family hyperparameter kept in ModelConfig::extra (0 when absent).
+double extra(const ModelConfig& c, const std::string& key);
+
+// config.json field readers (model_config.cc): typed, kFormat naming `src` and the field.
+int64_t json_int(const nlohmann::json& j, const char* name, const std::string& src,
+                 std::optional<int64_t> def = std::nullopt);
+double json_num(const nlohmann::json& j, const char* name, const std::string& src,
+                std::optional<double> def = std::nullopt);
+std::string json_str(const nlohmann::json& j, const char* name, const std::string& src);
+[[noreturn]] void config_fail(const std::string& source, const std::string& what);
 
 }  // namespace spore::nlp::models

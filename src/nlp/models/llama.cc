@@ -1,21 +1,23 @@
-// llama: Llama 2/3, TinyLlama, SmolLM2 (and Mistral-style configs without sliding windows). The
-// plain decoder: no attention biases unless config.json's attention_bias says so. GGUF files
-// from llama.cpp's converter carry q/k rows permuted for its interleaved rope.
+// llama: Llama 2/3, TinyLlama, SmolLM2. The plain decoder (the Family defaults): no attention
+// biases unless config.json's attention_bias says so. GGUF files from llama.cpp's converter carry
+// q/k rows permuted for its interleaved rope (and so do the ones spore convert writes).
 #include "nlp/models/family.h"
 
 namespace spore::nlp::models {
 
+namespace {
+
+class Llama final : public Family {
+ public:
+  Llama()
+      : Family("llama", {"llama"}, {"LlamaForCausalLM"}, "llama", {"llama", /*permute_qk=*/true, /*llama_extras=*/true},
+               /*interleaved_rope=*/true) {}
+};
+
+}  // namespace
+
 const Family& llama_family() {
-  static const Family f = [] {
-    Family x;
-    x.name = "llama";
-    x.hf_model_types = {"llama", "mistral"};
-    x.hf_architectures = {"LlamaForCausalLM", "MistralForCausalLM"};
-    x.gguf_arch = "llama";
-    x.gguf_interleaved_rope = true;
-    x.names = llama_style_names();
-    return x;
-  }();
+  static const Llama f;
   return f;
 }
 

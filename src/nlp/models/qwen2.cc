@@ -5,17 +5,21 @@
 
 namespace spore::nlp::models {
 
+namespace {
+
+class Qwen2 final : public Family {
+ public:
+  Qwen2() : Family("qwen2", {"qwen2"}, {"Qwen2ForCausalLM"}, "qwen2", {"qwen2"}) {}
+  void read_hf(const nlohmann::json& cfg, ModelConfig& c) const override {
+    Family::read_hf(cfg, c);
+    c.attention_bias = true;
+  }
+};
+
+}  // namespace
+
 const Family& qwen2_family() {
-  static const Family f = [] {
-    Family x;
-    x.name = "qwen2";
-    x.hf_model_types = {"qwen2"};
-    x.hf_architectures = {"Qwen2ForCausalLM"};
-    x.gguf_arch = "qwen2";
-    x.default_attention_bias = true;
-    x.names = llama_style_names();
-    return x;
-  }();
+  static const Qwen2 f;
   return f;
 }
 

@@ -5,17 +5,25 @@
 
 namespace spore::nlp::models {
 
+namespace {
+
+class Qwen3 final : public Family {
+ public:
+  Qwen3() : Family("qwen3", {"qwen3"}, {"Qwen3ForCausalLM"}, "qwen3", {"qwen3"}) {}
+  void read_hf(const nlohmann::json& cfg, ModelConfig& c) const override {
+    Family::read_hf(cfg, c);
+    c.qk_norm = true;
+  }
+  void read_gguf(const GgufFile& g, ModelConfig& c) const override {
+    Family::read_gguf(g, c);
+    c.qk_norm = true;
+  }
+};
+
+}  // namespace
+
 const Family& qwen3_family() {
-  static const Family f = [] {
-    Family x;
-    x.name = "qwen3";
-    x.hf_model_types = {"qwen3"};
-    x.hf_architectures = {"Qwen3ForCausalLM"};
-    x.gguf_arch = "qwen3";
-    x.qk_norm = true;
-    x.names = llama_style_names();
-    return x;
-  }();
+  static const Qwen3 f;
   return f;
 }
 

@@ -1,0 +1,84 @@
+// gemma2: Gemma 2 text models (transformers' Gemma2ForCausalLM), from safetensors. The blocks'
+// options it takes: RMSNorm of x * (1 + weight), a second norm on the attention's and the MLP's
+// outputs before each residual add (post_attention_layernorm / post_feedforward_layernorm; its
+// pre_feedforward_layernorm is the usual ffn norm), embeddings times sqrt(hidden_size) (rounded to
+// float32 as transformers does), a GeGLU MLP (gelu, tanh approximation), attention scaled by
+// query_pre_attn_scalar^-1/2 with its scores soft-capped, a sliding window on every other layer
+// (layer_types: sliding, full, sliding, ...) and the logits soft-capped. Tied embeddings.
+// Not from GGUF yet: llama.cpp's converter folds the +1 into the norm weights and drops
+// query_pre_attn_scalar (its gemma2 code picks the scale by model size).
+#include <cmath>
+#include <string>
+
+#include "nlp/models/family.h"
+#include "spore/error.h"
+
+namespace spore::nlp::models {
+
+namespace {
+
+class Gemma2 final : public Family {
+ public:
+  Gemma2() : Family("gemma2", {"gemma2"}, {"Gemma2ForCausalLM"}, "", {}) {
+    const std::string L = "model.layers.{layer}.", B = "blk.{layer}.";
+    names.ffn_norm = {L + "pre_feedforward_layernorm.weight", B + "ffn_norm.weight"};
+    names.post_attn_norm = {L + "post_attention_layernorm.weight", B + "post_attention_norm.weight"};
+    names.post_ffn_norm = {L + "post_feedforward_layernorm.weight", B + "post_ffw_norm.weight"};
+  }
+
+  bool default_tie() const override { return true; }
+
+  void read_hf(const nlohmann::json& cfg, ModelConfig& c) const override {
+    const std::string& src = c.source;
+    std::string act = json_str(cfg, "hidden_activation", src);
+    if (act.empty()) act = json_str(cfg, "hidden_act", src);
+    if (!act.empty() && act != "gelu_pytorch_tanh" && act != "gelu_tanh")
+      throw Error(ErrorCode::kUnsupported, src + ": hidden_activation \"" + act + "\" (gemma2 runs gelu_pytorch_tanh)");
+    // null switches a feature off; absent takes transformers' Gemma2Config default.
+    auto is_null = [&](const char* key) { return cfg.contains(key) && cfg[key].is_null(); };
+    read_sliding_window(cfg, c, /*absent=*/4096);
+    c.extra["attn_logit_softcapping"] = is_null("attn_logit_softcapping") ? 0 : json_num(cfg, "attn_logit_softcapping", src, 50.0);
+    c.extra["final_logit_softcapping"] =
+        is_null("final_logit_softcapping") ? 0 : json_num(cfg, "final_logit_softcapping", src, 30.0);
+    c.extra["query_pre_attn_scalar"] = json_num(cfg, "query_pre_attn_scalar", src, 256.0);
+    for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"})
+      if (c.extra[key] < 0) config_fail(src, std::string(key) + " must be positive or null");
+    if (!(c.extra["query_pre_attn_scalar"] > 0)) config_fail(src, "query_pre_attn_scalar must be positive");
+    // Sliding layers alternate, starting with the first; other patterns are refused, not guessed.
+    if (const auto it = cfg.find("layer_types"); it != cfg.end() && !it->is_null()) {
+      if (!it->is_array()) config_fail(src, "layer_types must be a list of layer kinds");
+      for (size_t i = 0; i < it->size(); ++i) {
+        const char* want = i % 2 == 0 ? "sliding_attention" : "full_attention";
+        if (!(*it)[i].is_string() || (*it)[i].get<std::string>() != want)
+          throw Error(ErrorCode::kUnsupported, src + ": layer_types[" + std::to_string(i) + "] is " + (*it)[i].dump() +
+                                                   "; gemma2 runs the alternating pattern (sliding, full, ...)");
+      }
+    }
+  }
+
+  DecoderSpec decoder(const ModelConfig& c) const override {
+    DecoderSpec s = Family::decoder(c);
+    for (size_t i = 0; i < s.layers.size(); ++i) {
+      LayerSpec& l = s.layers[i];
+      l.norm.offset = 1;
+      l.post_norms = true;
+      l.mlp.activation = Activation::kGeluTanh;
+      l.attention.scale = 1.0 / std::sqrt(extra(c, "query_pre_attn_scalar"));
+      l.attention.softcap = extra(c, "attn_logit_softcapping");
+      if (i % 2 == 0) l.attention.sliding_window = static_cast<int64_t>(extra(c, "sliding_window"));
+    }
+    s.final_norm.offset = 1;
+    s.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+    s.logit_softcap = extra(c, "final_logit_softcapping");
+    return s;
+  }
+};
+
+}  // namespace
+
+const Family& gemma2_family() {
+  static const Gemma2 f;
+  return f;
+}
+
+}  // namespace spore::nlp::models
