@@ -290,11 +290,11 @@ void define_elementwise_ops(OpTable& table) {
   // NOTE [Op facts]. In place: every op here whose output keeps its inputs' dtype runs one of the
   // CPU backend's elementwise loops (binary_loop, unary_loop and their 16-bit block forms, named
   // in the note), which read element i of each input and then write element i of the output, so
-  // the output may take a dying input's buffer. That holds for gelu, gelu_tanh,
-  // erf and pow as for silu (the same unary_loop / binary_loop); the old list's lack of them was
-  // an omission, not a finding. Comparisons, logical ops and casts change the dtype (in place
+  // the output may take a dying input's buffer. That holds for gelu, gelu_tanh, erf and pow as
+  // for silu and mul (the same unary_loop / binary_loop): the old in-place list's lack of them
+  // was an omission, not a finding. Comparisons, logical ops and casts change the dtype (in place
   // could only apply to bool operands or a no-op cast, which the simplify pass removes), and
-  // where is left out until its loop is written for an aliased output; they say kNo.
+  // where is left out until its loop is checked for an aliased output; they say kNo.
   auto facts = [](OpDef& d, Fusion fusion, InPlace in_place, const char* onnx) {
     d.facts.fusion = fusion;
     d.facts.in_place = in_place;
