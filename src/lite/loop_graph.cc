@@ -1,6 +1,7 @@
 // IR loops as graph-library graphs (loop_graph.h, NOTE [Lite control flow]).
 #include "lite/loop_graph.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "spore/error.h"
@@ -71,7 +72,8 @@ std::shared_ptr<const graph::Graph> loop_host(const ir::Node& node, std::span<co
                                         " outputs");
   std::vector<TensorMeta> outs;
   for (int64_t k = 0; k < num_state; ++k) outs.push_back({inputs[(size_t)k].shape(), inputs[(size_t)k].dtype()});
-  const int n = host->add_node(*node.def, node.attrs, ins, outs);
+  const int64_t bound = node.attrs.i(1) > 0 ? std::min(node.attrs.i(1), kMaxLoopIterations) : kMaxLoopIterations;
+  const int n = host->add_node(*node.def, Attrs::of(num_state, bound), ins, outs);
   std::vector<std::shared_ptr<const graph::Graph>> subs;
   for (const ir::Graph& s : node.subgraphs) subs.push_back(to_graph(s, device, label));
   host->set_subgraphs(n, std::move(subs));

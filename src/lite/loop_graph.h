@@ -16,7 +16,12 @@ namespace spore::lite {
 // symbolic dimension (a loop's subgraphs have fixed shapes, NOTE [Control flow]).
 std::shared_ptr<const graph::Graph> to_graph(const ir::Graph& g, Device device, const std::string& label);
 
-// A graph of one node: `node` (a while_loop) over inputs like `inputs`, its subgraphs converted.
+// A loop in a file runs at most this many times in Lite, whatever bound the file gives (none, or
+// a larger one): a file cannot make predict spin forever. Beyond it predict fails with kValue.
+inline constexpr int64_t kMaxLoopIterations = int64_t{1} << 20;
+
+// A graph of one node: `node` (a while_loop) over inputs like `inputs`, its subgraphs converted,
+// its iteration bound at most kMaxLoopIterations.
 std::shared_ptr<const graph::Graph> loop_host(const ir::Node& node, std::span<const Tensor> inputs, Device device,
                                               const std::string& label);
 

@@ -62,6 +62,30 @@ TEST(WhileLoop, LiteRunsAnExportedLoopForAnyTripCount) {
   }
 }
 
+// A file's loop that never ends stops at Lite's bound (kMaxLoopIterations) with a typed error
+// naming it, whether the file gives no bound or a huge one.
+TEST(WhileLoop, LiteStopsAnEndlessLoopAtItsBound) {
+  const auto path = temp_file("endless.spore");
+  export_model(TensorsFn([](const States& in) {
+                 // Ends at once for the example's 10; never for 0 (the body keeps 0).
+                 BranchFn below = [](const States& s) { return States{lt(s[0], scalar_like(s[0], 5.0))}; };
+                 BranchFn same = [](const States& s) { return States{abs(s[0])}; };
+                 return while_loop(below, same, {in[0]}, WhileOptions{3});
+               }),
+               {full({}, 10.0)}, path);
+  // The exported file bounds the loop at 3; a hostile one says nothing, or a huge number.
+  ir::Model m = ir::read_model(path);
+  std::filesystem::remove(path);
+  for (int64_t bound : {int64_t{0}, int64_t{1} << 40}) {
+    for (ir::Node& n : m.graph.nodes)
+      if (n.def->id == OpId::k_while_loop) n.attrs = Attrs::of(n.attrs.i(0), bound);
+    ir::write_model(path, m);
+    lite::Model model = lite::Model::build_from_file(path);
+    std::filesystem::remove(path);
+    expect_error([&] { model.predict(std::vector<Tensor>{zeros({})}); }, ErrorCode::kValue, "max_iterations (1048576)");
+  }
+}
+
 TEST(WhileLoop, CountingLoopCompiledEqualsEagerAndTheTripCountChangesWithoutRetracing) {
   JitFunction f = jit(TensorsFn(counting));
   const Tensor x = Tensor::from_vector<float>({0.1f, -2.5f, 3.25f});
