@@ -8,6 +8,7 @@ include(CMakePackageConfigHelpers)
 set(SPORE_INSTALL_LIBRARIES
     spore_core
     spore_format
+    spore_graph
     spore
     spore_probe)
 

@@ -18,10 +18,9 @@
 
 #include "spore/parameter.h"
 #include "spore/tensor.h"
+#include "spore/tensor_fn.h"
 
 namespace spore {
-
-using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 struct ValueAndGrad {
   Tensor value;

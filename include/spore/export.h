@@ -48,7 +48,8 @@ struct ExportOptions {
 ir::Model trace_to_ir(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const ExportOptions& options = {},
                       const std::map<const void*, std::string>& names = {});
 // A Cell's forward traced the same way, its parameters named as the Cell names them
-// ("fc.weight"): what export_model and export_onnx write for a Cell.
+// ("fc.weight"): what export_model and export_onnx write for a Cell. The Cell overloads are
+// defined on the framework side (src/nn/cell_export.cc, NOTE [Graph library layering]).
 ir::Model trace_cell_to_ir(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const ExportOptions& options = {});
 void export_model(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
                   const ExportOptions& options = {});

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "spore/autograd.h"
 #include "spore/graph.h"
 #include "spore/op_registry.h"
+#include "spore/tensor_fn.h"
 
 namespace spore {
 
@@ -29,8 +29,6 @@ namespace nn {
 class Cell;
 }
 
-// A function of tensors with several results (TensorFn, autograd.h, has one).
-using TensorsFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // Values of non-tensor arguments that select a graph (part of the cache key), passed to the
 // function as they are.
 using StaticArgs = std::vector<AttrValue>;
@@ -80,7 +78,9 @@ class JitFunction {
 JitFunction jit(TensorsFn fn, JitOptions options = {});
 JitFunction jit(TensorFn fn, JitOptions options = {});
 JitFunction jit(TensorsStaticFn fn, JitOptions options = {});
-// A Cell's forward (its operator(), casts included); parameters are bound by reference.
+// A Cell's forward (its operator(), casts included); parameters are bound by reference. Defined
+// on the framework side (src/nn/cell_jit.cc): the graph library below nn only declares it
+// (NOTE [Graph library layering]).
 JitFunction jit(nn::Cell& cell, JitOptions options = {});
 
 namespace graph {
@@ -101,10 +101,6 @@ void on_each_run(std::function<void()> effect);
 std::string dump(const Graph& g);
 // Graphviz DOT of the same graph.
 std::string dump_dot(const Graph& g);
-
-// ExecMode::kGraph's Cell::operator(): the cell's forward compiled on first call and cached in
-// the cell (src/nn/cell.cc calls it).
-Tensor call_cell_compiled(nn::Cell& cell, const Tensor& x);
 
 }  // namespace graph
 }  // namespace spore

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -147,6 +148,51 @@ struct KernelQuery {
 };
 using KernelSelector = KernelFn (*)(const KernelQuery& query);
 
+// NOTE [Op facts]: what the graph passes, the memory plan, the fused kernel and the ONNX writer
+// and reader know about an op, declared on its row instead of in a switch of each. Every op
+// declares every fact (tests/core/registry_test.cc fails on kUndeclared or a null ONNX name), so
+// a new op is never silently left out of a pass.
+//
+// How the fused_elementwise kernel runs the op (src/ops/fused_program.cc types its programs by
+// it, the fusion pass fuses only ops it names); kNone: the op never joins a fused group.
+enum class Fusion : uint8_t {
+  kUndeclared,
+  kNone,
+  kArith,       // binary, the operands' dtype (add, sub, mul, div, pow, maximum, minimum)
+  kCompare,     // binary, bool result
+  kLogical,     // binary on bool operands
+  kUnaryFloat,  // unary over floating dtypes
+  kUnaryKeep,   // unary over every numeric dtype (and abs over bool)
+  kLogicalNot,  // unary, bool result
+  kWhere,       // (bool condition, x, y)
+  kCast,        // to the dtype of attribute 0
+};
+// The operands an op of that kind takes (0 for kNone).
+constexpr int fusion_arity(Fusion k) {
+  switch (k) {
+    case Fusion::kUndeclared: case Fusion::kNone: return 0;
+    case Fusion::kArith: case Fusion::kCompare: case Fusion::kLogical: return 2;
+    case Fusion::kWhere: return 3;
+    default: return 1;
+  }
+}
+// Whether the memory plan may give the op's output the buffer of an input whose last use it is
+// (same shape and dtype, NOTE [Memory planning]): yes only for kernels that read element i of
+// every input before they write element i of the output, and nothing else of the output.
+enum class InPlace : uint8_t { kUndeclared, kNo, kYes };
+struct OpFacts {
+  Fusion fusion = Fusion::kUndeclared;
+  InPlace in_place = InPlace::kUndeclared;
+  // The ONNX op of the same meaning with the same operands in order and no attributes: the ONNX
+  // writer (src/onnx/onnx_export.cc) writes it and Lite's ONNX reader maps it back, each by the
+  // op's Fusion kind. "" when there is none (the op is mapped by hand, or not at all).
+  const char* onnx = nullptr;
+  // Algebraic identities the simplify pass applies (src/graph/passes/algebraic.cc): x op c is x
+  // when the right (left) operand is the constant c; op(op(x)) is x for an involution.
+  std::optional<double> right_identity, left_identity;
+  bool involution = false;
+};
+
 struct OpDef {
   OpId id = OpId::kCount;
   const char* name = "";
@@ -166,6 +212,7 @@ struct OpDef {
   // and its body). Such an op has no kernel: dispatch refuses it, the graph executor runs its
   // subgraphs, and passes, the IR and Lite read this to treat the node as a loop, not a kernel.
   int num_subgraphs = 0;
+  OpFacts facts;  // NOTE [Op facts]
   std::array<std::array<KernelFn, kNumDTypes>, kMaxBackends> kernels{};
   std::array<KernelSelector, kMaxBackends> selectors{};
 

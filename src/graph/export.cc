@@ -4,7 +4,6 @@
 #include <string>
 
 #include "spore/error.h"
-#include "spore/nn/cell.h"
 #include "spore/ops.h"
 
 namespace spore {
@@ -170,21 +169,6 @@ ir::Model trace_to_ir(const TensorsFn& fn, const std::vector<Tensor>& example_in
 void export_model(const TensorsFn& fn, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
                   const ExportOptions& options) {
   ir::write_model(path, trace_to_ir(fn, example_inputs, options), {options.ir_version});
-}
-
-ir::Model trace_cell_to_ir(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const ExportOptions& options) {
-  std::map<const void*, std::string> names;
-  for (const auto& [name, p] : cell.named_parameters()) names[p.value().impl()] = name;
-  TensorsFn fn = [&cell](const std::vector<Tensor>& in) {
-    if (in.size() != 1) fail(ErrorCode::kValue, "a Cell takes one input; got " + std::to_string(in.size()));
-    return std::vector<Tensor>{cell(in[0])};
-  };
-  return trace_to_ir(fn, example_inputs, options, names);
-}
-
-void export_model(nn::Cell& cell, const std::vector<Tensor>& example_inputs, const std::filesystem::path& path,
-                  const ExportOptions& options) {
-  ir::write_model(path, trace_cell_to_ir(cell, example_inputs, options), {options.ir_version});
 }
 
 }  // namespace spore

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "lite/loop_graph.h"
 #include "spore/error.h"
 
 namespace spore::lite {
@@ -28,9 +29,9 @@ double process_cpu_us() {
 Executor::Executor(ir::Graph graph, Device device, std::string label)
     : graph_(std::move(graph)), device_(device), label_(std::move(label)) {
   for (size_t n = 0; n < graph_.nodes.size(); ++n)
-    if (!graph_.nodes[n].subgraphs.empty())
+    if (!graph_.nodes[n].subgraphs.empty() && graph_.nodes[n].def->id != OpId::k_while_loop)
       throw Error(ErrorCode::kUnsupported, label_ + ": node " + std::to_string(n) + " (" + graph_.nodes[n].def->name +
-                                               ") has subgraphs (cond / while_loop), which Lite does not run yet; "
+                                               ") has subgraphs, which Lite runs for while_loop only; "
                                                "run the model in the framework");
   if (fusion_enabled()) stats_ = optimize(graph_);
   weights_.resize(graph_.values.size());
@@ -49,7 +50,7 @@ Executor::~Executor() {
   std::map<std::string, std::pair<double, int>> by_op;
   double total = 0;
   for (size_t s = 0; s < steps_.size() && s < profile_us_.size(); ++s) {
-    auto& [us, count] = by_op[steps_[s].op->plan().def->name];
+    auto& [us, count] = by_op[steps_[s].op ? steps_[s].op->plan().def->name : "while_loop"];
     us += profile_us_[s];
     ++count;
     total += profile_us_[s];
@@ -64,6 +65,7 @@ Executor::~Executor() {
                  100.0 * us / std::max(total, 1e-9), by_op[name].second);
   if (profile_level_ < 2) return;
   for (size_t s = 0; s < steps_.size() && s < profile_us_.size(); ++s) {  // SPORE_LITE_PROFILE=2: every step
+    if (!steps_[s].op) continue;
     const DispatchPlan& p = steps_[s].op->plan();
     std::fprintf(stderr, "  step %4zu %-22s -> %-22s %9.3f ms\n", s, p.def->name,
                  p.inference.outputs[0].shape.str().c_str(), profile_us_[s] / 1e3 / (double)profile_runs_);
@@ -93,6 +95,20 @@ void Executor::plan(const std::vector<Shape>& input_shapes) {
     step.outputs = node.outputs;
     ins.clear();
     for (uint32_t id : node.inputs) ins.push_back(values[id]);
+    if (!node.subgraphs.empty()) {
+      // NOTE [Lite control flow]: the graph library's loop runner plans the condition and body.
+      step.loop_graph = loop_host(node, ins, device_, label_ + ": node " + std::to_string(n) + " (while_loop)");
+      step.loop = std::make_unique<graph::LoopRunner>(*step.loop_graph, 0, ins, /*plan_memory=*/true);
+      for (size_t o = 0; o < node.outputs.size(); ++o)
+        values[node.outputs[o]] = Tensor::empty(ins[o].shape(), ins[o].dtype(), device_);
+      for (uint32_t id : node.inputs)
+        if (last[id] == (int)n && graph_.values[id].kind == ir::ValueKind::kNode) {
+          step.release.push_back(id);
+          values[id] = Tensor();
+        }
+      steps_.push_back(std::move(step));
+      continue;
+    }
     step.op = std::make_unique<PlannedOp>(node.def->id, ins, node.attrs);
     const Inference& inf = step.op->plan().inference;
     if (inf.num_outputs != (int)node.outputs.size())
@@ -128,6 +144,7 @@ void Executor::plan(const std::vector<Shape>& input_shapes) {
   for (uint32_t v = 0; v < nv; ++v) root[v] = v;
   std::vector<bool> plannable(nv, false);
   for (const Step& s : steps_) {
+    if (!s.op) continue;  // a loop's results: allocated by its runner at each run
     const DispatchPlan& p = s.op->plan();
     for (size_t o = 0; o < s.outputs.size(); ++o) {
       const uint32_t v = s.outputs[o];
@@ -212,7 +229,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
     ins.clear();
     for (uint32_t id : step.inputs) ins.push_back(values[id]);
     const double t0 = profile ? process_cpu_us() : 0;
-    TensorList outs = step.op->run_into(ins, use_plan ? std::span<const Tensor>(step.preset) : std::span<const Tensor>());
+    TensorList outs = step.loop ? step.loop->run(ins)
+                                : step.op->run_into(ins, use_plan ? std::span<const Tensor>(step.preset) : std::span<const Tensor>());
     if (profile) profile_us_[s] += process_cpu_us() - t0;
     for (size_t o = 0; o < step.outputs.size(); ++o) values[step.outputs[o]] = std::move(outs[(int)o]);
     for (uint32_t id : step.release) values[id] = Tensor();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/loop_runner.h"
 #include "lite/optimize.h"
 #include "spore/dispatch_plan.h"
 #include "spore/ir.h"
@@ -34,7 +35,9 @@ class Executor {
 
  private:
   struct Step {
-    std::unique_ptr<PlannedOp> op;
+    std::unique_ptr<PlannedOp> op;  // null for a while_loop, which `loop` runs
+    std::shared_ptr<const graph::Graph> loop_graph;  // NOTE [Lite control flow]
+    std::unique_ptr<graph::LoopRunner> loop;
     std::vector<uint32_t> inputs, outputs;
     std::vector<Tensor> preset;     // per output: its planned buffer, or undefined (allocated by the run)
     std::vector<uint32_t> release;  // values whose last reader is this step

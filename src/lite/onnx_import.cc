@@ -175,6 +175,18 @@ Handler binary(OpId op, bool keep_dtype = true) {
 Handler unary(OpId op) {
   return [op](NodeCtx& c) { return std::vector<uint32_t>{c.m.emit(c, op, {c.at(0)})}; };
 }
+// An op the registry row maps one to one (NOTE [Op facts]): its operands in order; arithmetic
+// keeps the first operand's dtype (ONNX's ops take one dtype where the registry promotes).
+Handler one_to_one(const OpDef& def) {
+  const int arity = def.facts.fusion == Fusion::kNone ? def.num_inputs : fusion_arity(def.facts.fusion);
+  if (arity == 1) return unary(def.id);
+  if (arity == 2) return binary(def.id, def.facts.fusion == Fusion::kArith);
+  return [op = def.id, arity](NodeCtx& c) {
+    std::vector<uint32_t> ins;
+    for (int k = 0; k < arity; ++k) ins.push_back(c.at(k));
+    return std::vector<uint32_t>{c.m.emit(c, op, ins)};
+  };
+}
 // Sum, Max, Min, Mean: a left fold over any number of inputs.
 Handler variadic(OpId op, bool mean = false) {
   return [op, mean](NodeCtx& c) {
@@ -813,9 +825,10 @@ std::vector<uint32_t> scatter_elements(NodeCtx& c) {
 const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> table = [] {
     std::map<std::string, Handler> t;
-    t["Add"] = binary(OpId::k_add);
-    t["Sub"] = binary(OpId::k_sub);
-    t["Mul"] = binary(OpId::k_mul);
+    // Every op whose row names a one-to-one ONNX op (NOTE [Op facts]); the entries below replace
+    // one where ONNX's op means more than the registry's (integer Div, variadic Max and Min).
+    for (const OpDef& d : all_ops())
+      if (d.facts.onnx && *d.facts.onnx) t[d.facts.onnx] = one_to_one(d);
     t["Div"] = [](NodeCtx& c) {
       const DType t = c.m.dtype(c.at(0));
       if (is_floating(t)) return std::vector<uint32_t>{c.m.emit(c, OpId::k_div, {c.at(0), c.at(1)})};
@@ -823,36 +836,14 @@ const std::map<std::string, Handler>& handlers() {
       const uint32_t q = c.m.emit(c, OpId::k_div, {c.m.cast_to(c, c.at(0), DType::kFloat64), c.m.cast_to(c, c.at(1), DType::kFloat64)});
       return std::vector<uint32_t>{c.m.cast_to(c, q, t)};
     };
-    t["Pow"] = binary(OpId::k_pow);
-    t["Equal"] = binary(OpId::k_eq, false);
-    t["Less"] = binary(OpId::k_lt, false);
-    t["LessOrEqual"] = binary(OpId::k_le, false);
-    t["Greater"] = binary(OpId::k_gt, false);
-    t["GreaterOrEqual"] = binary(OpId::k_ge, false);
-    t["And"] = binary(OpId::k_logical_and, false);
-    t["Or"] = binary(OpId::k_logical_or, false);
-    t["Not"] = unary(OpId::k_logical_not);
     t["Max"] = variadic(OpId::k_maximum);
     t["Min"] = variadic(OpId::k_minimum);
     t["Sum"] = variadic(OpId::k_add);
     t["Mean"] = variadic(OpId::k_add, true);
-    t["Neg"] = unary(OpId::k_neg);
-    t["Abs"] = unary(OpId::k_abs);
-    t["Exp"] = unary(OpId::k_exp);
-    t["Log"] = unary(OpId::k_log);
-    t["Sqrt"] = unary(OpId::k_sqrt);
-    t["Sin"] = unary(OpId::k_sin);
-    t["Cos"] = unary(OpId::k_cos);
-    t["Tanh"] = unary(OpId::k_tanh);
-    t["Sigmoid"] = unary(OpId::k_sigmoid);
-    t["Erf"] = unary(OpId::k_erf);
-    t["Relu"] = unary(OpId::k_relu);
-    t["Identity"] = unary(OpId::k_copy);
     t["Reciprocal"] = reciprocal;
     t["LeakyRelu"] = leaky_relu;
     t["Gelu"] = gelu;
     t["Clip"] = clip;
-    t["Where"] = [](NodeCtx& c) { return std::vector<uint32_t>{c.m.emit(c, OpId::k_where, {c.at(0), c.at(1), c.at(2)})}; };
     t["Cast"] = cast;
     t["ReduceSum"] = reduce(OpId::k_sum, 13);
     t["ReduceMean"] = reduce(OpId::k_mean, 18);

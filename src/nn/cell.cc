@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "nn/cell_jit.h"
 #include "spore/context.h"
 #include "spore/jit.h"
 #include "spore/ops.h"
@@ -10,7 +11,7 @@ namespace spore::nn {
 
 Tensor Cell::operator()(const Tensor& x) {
   // Graph mode compiles the forward on first call; while that trace runs, the cell runs eagerly.
-  if (context().mode == ExecMode::kGraph && !graph::is_tracing()) return graph::call_cell_compiled(*this, x);
+  if (context().mode == ExecMode::kGraph && !graph::is_tracing()) return call_compiled(*this, x);
   if (compute_dtype_ && is_floating(x.dtype()) && x.dtype() != *compute_dtype_)
     return construct(cast(x, *compute_dtype_));
   return construct(x);

@@ -159,39 +159,32 @@ void write_node(Writer& w, const ir::Node& n) {
     if (!axes_input && !axes.empty()) Writer::attr(p, "axes", axes);
     Writer::attr(p, "keepdims", (int64_t)a.b(1));
   };
+  // An op whose row names its one-to-one ONNX op (NOTE [Op facts]) is written by its kind: the
+  // operands cast to the dtype ONNX's op takes, the same order, no attributes.
+  if (const char* onnx_op = n.def->facts.onnx; onnx_op && *onnx_op) {
+    switch (n.def->facts.fusion) {
+      case Fusion::kArith: return binary(onnx_op);
+      case Fusion::kCompare: return compare(onnx_op);
+      case Fusion::kLogical: w.node(onnx_op, {in_as(0, DType::kBool), in_as(1, DType::kBool)}, y); return;
+      case Fusion::kLogicalNot: w.node(onnx_op, {in_as(0, DType::kBool)}, y); return;
+      case Fusion::kUnaryFloat:
+      case Fusion::kUnaryKeep: return unary(onnx_op);
+      case Fusion::kWhere: w.node(onnx_op, {in_as(0, DType::kBool), in_as(1, yt), in_as(2, yt)}, y); return;
+      default: {  // the operands as they are (copy: Identity)
+        std::vector<std::string> ins;
+        for (size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(in((int)k));
+        w.node(onnx_op, ins, y);
+        return;
+      }
+    }
+  }
   switch (n.def->id) {
-    case OpId::k_add: return binary("Add");
-    case OpId::k_sub: return binary("Sub");
-    case OpId::k_mul: return binary("Mul");
-    case OpId::k_div: return binary("Div");
-    case OpId::k_pow: return binary("Pow");
-    case OpId::k_maximum: return binary("Max");
-    case OpId::k_minimum: return binary("Min");
-    case OpId::k_eq: return compare("Equal");
     case OpId::k_ne: {
       const DType t = promote_types(g.values[n.inputs[0]].dtype, g.values[n.inputs[1]].dtype);
       w.node("Not", {w.tmp("Equal", {in_as(0, t), in_as(1, t)})}, y);
       return;
     }
-    case OpId::k_lt: return compare("Less");
-    case OpId::k_le: return compare("LessOrEqual");
-    case OpId::k_gt: return compare("Greater");
-    case OpId::k_ge: return compare("GreaterOrEqual");
-    case OpId::k_logical_and: w.node("And", {in_as(0, DType::kBool), in_as(1, DType::kBool)}, y); return;
-    case OpId::k_logical_or: w.node("Or", {in_as(0, DType::kBool), in_as(1, DType::kBool)}, y); return;
-    case OpId::k_logical_not: w.node("Not", {in_as(0, DType::kBool)}, y); return;
-    case OpId::k_neg: return unary("Neg");
-    case OpId::k_abs: return unary("Abs");
-    case OpId::k_exp: return unary("Exp");
-    case OpId::k_log: return unary("Log");
-    case OpId::k_sqrt: return unary("Sqrt");
     case OpId::k_rsqrt: w.node("Reciprocal", {w.tmp("Sqrt", {in_as(0, yt)})}, y); return;
-    case OpId::k_sin: return unary("Sin");
-    case OpId::k_cos: return unary("Cos");
-    case OpId::k_tanh: return unary("Tanh");
-    case OpId::k_sigmoid: return unary("Sigmoid");
-    case OpId::k_erf: return unary("Erf");
-    case OpId::k_relu: return unary("Relu");
     case OpId::k_relu6: w.node("Clip", {in_as(0, yt), w.scalar(0, yt), w.scalar(6, yt)}, y); return;
     case OpId::k_gelu: {  // x * 0.5 * (1 + erf(x / sqrt(2))): op set 17 has no Gelu
       const std::string x = in_as(0, yt);
@@ -211,9 +204,7 @@ void write_node(Writer& w, const ir::Node& n) {
       w.node("Mul", {x, w.tmp("Sigmoid", {x})}, y);
       return;
     }
-    case OpId::k_where: w.node("Where", {in_as(0, DType::kBool), in_as(1, yt), in_as(2, yt)}, y); return;
     case OpId::k_cast: Writer::attr(w.node("Cast", {in(0)}, y), "to", (int64_t)onnx_type(a.dtype(0))); return;
-    case OpId::k_copy: w.node("Identity", {in(0)}, y); return;
     case OpId::k_sum: return reduce("ReduceSum", true);
     case OpId::k_mean: return reduce("ReduceMean", false);
     case OpId::k_max: return reduce("ReduceMax", false);

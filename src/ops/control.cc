@@ -34,6 +34,7 @@ void infer_while_loop(const InferArgs& a, Inference& out) {
 
 void define_control_ops(OpTable& table) {
   OpDef& d = define(table, OpId::k_while_loop, -1, {{"num_state", AttrKind::kInt}, {"max_iterations", AttrKind::kInt}});
+  d.facts = not_elementwise();
   d.infer = infer_while_loop;
   d.num_subgraphs = 2;  // the condition, then the body
   // No reverse mode through a data-dependent trip count (JAX refuses it too): the tape reports

@@ -314,6 +314,7 @@ void define_conv_ops(OpTable& table) {
       dilation{"dilation", AttrKind::kInts}, groups{"groups", AttrKind::kInt};
 
   OpDef& conv = define(table, OpId::k_conv2d, 2, {stride, padding, dilation, groups});
+  conv.facts = not_elementwise();
   conv.promote_mask = 0b11;
   conv.infer = &infer_conv2d;
   conv.backward = &conv2d_backward;
@@ -322,12 +323,14 @@ void define_conv_ops(OpTable& table) {
   // the clamp's mask times conv2d's, which no training path needs yet.
   OpDef& fc = define(table, OpId::k_fused_conv2d, 3,
                      {stride, padding, dilation, groups, {"clamp_min", AttrKind::kFloat}, {"clamp_max", AttrKind::kFloat}});
+  fc.facts = not_elementwise();
   fc.promote_mask = 0b111;
   fc.infer = &infer_fused_conv2d;
   fc.differentiable = false;
 
   OpDef& gi = define(table, OpId::k_conv2d_grad_input, 2,
                      {{"input_shape", AttrKind::kInts}, stride, padding, dilation, groups});
+  gi.facts = not_elementwise();
   gi.promote_mask = 0b11;
   gi.infer = &infer_conv2d_grad_input;
   // The *_grad ops are backward passes; their own gradients (second order through convolution
@@ -336,6 +339,7 @@ void define_conv_ops(OpTable& table) {
 
   OpDef& gw = define(table, OpId::k_conv2d_grad_weight, 2,
                      {{"weight_shape", AttrKind::kInts}, stride, padding, dilation, groups});
+  gw.facts = not_elementwise();
   gw.promote_mask = 0b11;
   gw.infer = &infer_conv2d_grad_weight;
   gw.differentiable = false;
@@ -344,23 +348,27 @@ void define_conv_ops(OpTable& table) {
       {"kernel", AttrKind::kInts}, stride, padding, {"ceil_mode", AttrKind::kBool}};
   for (OpId id : {OpId::k_max_pool2d, OpId::k_avg_pool2d}) {
     OpDef& d = define(table, id, 1, pool_attrs);
+    d.facts = not_elementwise();
     d.promote_mask = 0b1;
     d.infer = &infer_pool;
     d.backward = id == OpId::k_max_pool2d ? &max_pool2d_backward : &avg_pool2d_backward;
   }
   for (OpId id : {OpId::k_max_pool2d_grad, OpId::k_avg_pool2d_grad}) {
     OpDef& d = define(table, id, 2, pool_attrs);
+    d.facts = not_elementwise();
     d.promote_mask = 0b11;
     d.infer = &infer_pool_grad;
     d.differentiable = false;
   }
 
   OpDef& ad = define(table, OpId::k_adaptive_avg_pool2d, 1, {{"output_size", AttrKind::kInts}});
+  ad.facts = not_elementwise();
   ad.promote_mask = 0b1;
   ad.infer = &infer_adaptive;
   ad.backward = &adaptive_backward;
 
   OpDef& adg = define(table, OpId::k_adaptive_avg_pool2d_grad, 2);
+  adg.facts = not_elementwise();
   adg.promote_mask = 0b11;
   adg.infer = &infer_adaptive_grad;
   adg.differentiable = false;

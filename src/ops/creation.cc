@@ -129,21 +129,25 @@ void infer_random_normal(const InferArgs& a, Inference& out) {
 void define_creation_ops(OpTable& table) {
   OpDef& fill = define(table, OpId::k_fill, 0,
                        {{"shape", AttrKind::kInts}, {"value", AttrKind::kFloat}, {"dtype", AttrKind::kDType}});
+  fill.facts = not_elementwise();
   fill.infer = infer_fill;
 
   OpDef& arange = define(table, OpId::k_arange, 0,
                          {{"start", AttrKind::kFloat}, {"end", AttrKind::kFloat}, {"step", AttrKind::kFloat},
                           {"dtype", AttrKind::kDType}});
+  arange.facts = not_elementwise();
   arange.infer = infer_arange;
 
   OpDef& uniform = define(table, OpId::k_random_uniform, 0,
                           {{"shape", AttrKind::kInts}, {"seed", AttrKind::kInt}, {"low", AttrKind::kFloat},
                            {"high", AttrKind::kFloat}, {"dtype", AttrKind::kDType}});
+  uniform.facts = not_elementwise();
   uniform.infer = infer_random_uniform;
 
   OpDef& normal = define(table, OpId::k_random_normal, 0,
                          {{"shape", AttrKind::kInts}, {"seed", AttrKind::kInt}, {"mean", AttrKind::kFloat},
                           {"stddev", AttrKind::kFloat}, {"dtype", AttrKind::kDType}});
+  normal.facts = not_elementwise();
   normal.infer = infer_random_normal;
   // No inputs, so nothing to differentiate.
   for (OpDef* d : {&fill, &arange, &uniform, &normal}) d->differentiable = false;

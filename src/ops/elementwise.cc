@@ -287,82 +287,117 @@ void infer_assign(const InferArgs& a, Inference& out) {
 // Each op's definition carries its backward rule (the same style in every family); ops with no
 // gradient say so (NOTE [Declared effects]).
 void define_elementwise_ops(OpTable& table) {
+  // NOTE [Op facts]. In place: every op here whose output keeps its inputs' dtype runs one of the
+  // CPU backend's elementwise loops (binary_loop, unary_loop and their 16-bit block forms, named
+  // in the note), which read element i of each input and then write element i of the output, so
+  // the output may take a dying input's buffer. That holds for gelu, gelu_tanh, erf and pow as
+  // for silu and mul (the same unary_loop / binary_loop): the old in-place list's lack of them
+  // was an omission, not a finding. Comparisons, logical ops and casts change the dtype (in place
+  // could only apply to bool operands or a no-op cast, which the simplify pass removes), and
+  // where is left out until its loop is checked for an aliased output; they say kNo.
+  auto facts = [](OpDef& d, Fusion fusion, InPlace in_place, const char* onnx) {
+    d.facts.fusion = fusion;
+    d.facts.in_place = in_place;
+    d.facts.onnx = onnx;
+  };
   struct Binary {
     OpId id;
     BackwardFn rule;
+    const char* onnx;
+    std::optional<double> right_identity = std::nullopt, left_identity = std::nullopt;
   };
-  for (Binary b : {Binary{OpId::k_add, &add_backward}, Binary{OpId::k_sub, &sub_backward},
-                   Binary{OpId::k_mul, &mul_backward}, Binary{OpId::k_div, &div_backward},
-                   Binary{OpId::k_pow, &pow_backward}, Binary{OpId::k_maximum, &maximum_backward},
-                   Binary{OpId::k_minimum, &minimum_backward}}) {
+  for (Binary b : {Binary{OpId::k_add, &add_backward, "Add", 0.0, 0.0}, Binary{OpId::k_sub, &sub_backward, "Sub", 0.0},
+                   Binary{OpId::k_mul, &mul_backward, "Mul", 1.0, 1.0}, Binary{OpId::k_div, &div_backward, "Div", 1.0},
+                   Binary{OpId::k_pow, &pow_backward, "Pow"}, Binary{OpId::k_maximum, &maximum_backward, "Max"},
+                   Binary{OpId::k_minimum, &minimum_backward, "Min"}}) {
     OpDef& d = define(table, b.id, 2);
     d.promote_mask = kFirstTwo;
     d.infer = infer_binary;
     d.backward = b.rule;
+    facts(d, Fusion::kArith, InPlace::kYes, b.onnx);
+    d.facts.right_identity = b.right_identity;
+    d.facts.left_identity = b.left_identity;
   }
-  // Comparisons and logical ops return bool: no gradient.
-  for (OpId id : {OpId::k_eq, OpId::k_ne, OpId::k_lt, OpId::k_le, OpId::k_gt, OpId::k_ge}) {
-    OpDef& d = define(table, id, 2);
+  // Comparisons and logical ops return bool: no gradient. ne has no ONNX op (Not of Equal).
+  struct Named {
+    OpId id;
+    const char* onnx;
+  };
+  for (Named c : {Named{OpId::k_eq, "Equal"}, Named{OpId::k_ne, ""}, Named{OpId::k_lt, "Less"}, Named{OpId::k_le, "LessOrEqual"},
+                  Named{OpId::k_gt, "Greater"}, Named{OpId::k_ge, "GreaterOrEqual"}}) {
+    OpDef& d = define(table, c.id, 2);
     d.promote_mask = kFirstTwo;
     d.infer = infer_compare;
     d.differentiable = false;
+    facts(d, Fusion::kCompare, InPlace::kNo, c.onnx);
   }
-  for (OpId id : {OpId::k_logical_and, OpId::k_logical_or}) {
-    OpDef& d = define(table, id, 2);
+  for (Named l : {Named{OpId::k_logical_and, "And"}, Named{OpId::k_logical_or, "Or"}}) {
+    OpDef& d = define(table, l.id, 2);
     d.infer = infer_logical;
     d.differentiable = false;
+    facts(d, Fusion::kLogical, InPlace::kNo, l.onnx);
   }
   struct Unary {
     OpId id;
     BackwardFn rule;
+    const char* onnx;  // "": ONNX has no op of this meaning (the writer composes it)
   };
-  for (Unary u : {Unary{OpId::k_exp, &unary_backward<exp_rule>}, Unary{OpId::k_log, &unary_backward<log_rule>},
-                  Unary{OpId::k_sqrt, &unary_backward<sqrt_rule>}, Unary{OpId::k_rsqrt, &unary_backward<rsqrt_rule>},
-                  Unary{OpId::k_sin, &unary_backward<sin_rule>}, Unary{OpId::k_cos, &unary_backward<cos_rule>},
-                  Unary{OpId::k_tanh, &unary_backward<tanh_rule>},
-                  Unary{OpId::k_sigmoid, &unary_backward<sigmoid_rule>},
-                  Unary{OpId::k_erf, &unary_backward<erf_rule>}, Unary{OpId::k_gelu, &unary_backward<gelu_rule>},
-                  Unary{OpId::k_gelu_tanh, &unary_backward<gelu_tanh_rule>},
-                  Unary{OpId::k_silu, &unary_backward<silu_rule>}}) {
+  for (Unary u : {Unary{OpId::k_exp, &unary_backward<exp_rule>, "Exp"}, Unary{OpId::k_log, &unary_backward<log_rule>, "Log"},
+                  Unary{OpId::k_sqrt, &unary_backward<sqrt_rule>, "Sqrt"}, Unary{OpId::k_rsqrt, &unary_backward<rsqrt_rule>, ""},
+                  Unary{OpId::k_sin, &unary_backward<sin_rule>, "Sin"}, Unary{OpId::k_cos, &unary_backward<cos_rule>, "Cos"},
+                  Unary{OpId::k_tanh, &unary_backward<tanh_rule>, "Tanh"},
+                  Unary{OpId::k_sigmoid, &unary_backward<sigmoid_rule>, "Sigmoid"},
+                  Unary{OpId::k_erf, &unary_backward<erf_rule>, "Erf"}, Unary{OpId::k_gelu, &unary_backward<gelu_rule>, ""},
+                  Unary{OpId::k_gelu_tanh, &unary_backward<gelu_tanh_rule>, ""},
+                  Unary{OpId::k_silu, &unary_backward<silu_rule>, ""}}) {
     OpDef& d = define(table, u.id, 1);
     d.promote_mask = kFirst;
     d.infer = infer_unary_float;
     d.backward = u.rule;
+    facts(d, Fusion::kUnaryFloat, InPlace::kYes, u.onnx);
   }
-  for (Unary u : {Unary{OpId::k_neg, &unary_backward<neg_rule>}, Unary{OpId::k_abs, &unary_backward<abs_rule>},
-                  Unary{OpId::k_relu, &unary_backward<relu_rule>},
-                  Unary{OpId::k_relu6, &unary_backward<relu6_rule>}}) {
+  for (Unary u : {Unary{OpId::k_neg, &unary_backward<neg_rule>, "Neg"}, Unary{OpId::k_abs, &unary_backward<abs_rule>, "Abs"},
+                  Unary{OpId::k_relu, &unary_backward<relu_rule>, "Relu"},
+                  Unary{OpId::k_relu6, &unary_backward<relu6_rule>, ""}}) {
     OpDef& d = define(table, u.id, 1);
     d.promote_mask = kFirst;
     d.infer = infer_unary_keep;
     d.backward = u.rule;
+    facts(d, Fusion::kUnaryKeep, InPlace::kYes, u.onnx);
   }
+  table[(int)OpId::k_neg].facts.involution = true;
   {
     OpDef& d = define(table, OpId::k_logical_not, 1);
     d.infer = infer_logical_not;
     d.differentiable = false;
+    facts(d, Fusion::kLogicalNot, InPlace::kNo, "Not");
   }
   {
     OpDef& d = define(table, OpId::k_where, 3);
     d.promote_mask = 6u;  // x and y; the condition keeps its dtype
     d.infer = infer_where;
     d.backward = &where_backward;
+    facts(d, Fusion::kWhere, InPlace::kNo, "Where");
   }
   {
     OpDef& d = define(table, OpId::k_cast, 1, {{"dtype", AttrKind::kDType}});
     d.infer = infer_cast;
     d.backward = &cast_backward;
+    facts(d, Fusion::kCast, InPlace::kNo, "");  // ONNX's Cast carries the dtype as an attribute
   }
   {
     OpDef& d = define(table, OpId::k_copy, 1);
     d.infer = infer_same_as_input;
     d.backward = &copy_backward;
+    // Elementwise, but a copy exists to make a new buffer: never fused, never in place.
+    facts(d, Fusion::kNone, InPlace::kNo, "Identity");
   }
   {
     OpDef& d = define(table, OpId::k_assign, 2);
     d.infer = infer_assign;
     d.differentiable = false;  // an in-place write: the tape does not follow mutation
     d.writes_mask = 1u;
+    d.facts = not_elementwise();
   }
 }
 

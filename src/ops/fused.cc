@@ -84,6 +84,7 @@ std::vector<Tensor> fused_backward(const BackwardArgs& b) {
 
 void define_fused_ops(OpTable& table) {
   OpDef& d = define(table, OpId::k_fused_elementwise, -1, {{"program", AttrKind::kString}});
+  d.facts = not_elementwise();
   d.infer = infer_fused;
   d.backward = fused_backward;
 }

@@ -10,80 +10,10 @@ namespace spore::ops {
 
 namespace {
 
-enum class Kind {
-  kNone,
-  kArith,
-  kCompare,
-  kLogical,
-  kUnaryFloat,
-  kUnaryKeep,
-  kLogicalNot,
-  kWhere,
-  kCast
-};
-
-Kind kind_of(OpId op) {
-  switch (op) {
-    case OpId::k_add:
-    case OpId::k_sub:
-    case OpId::k_mul:
-    case OpId::k_div:
-    case OpId::k_pow:
-    case OpId::k_maximum:
-    case OpId::k_minimum:
-      return Kind::kArith;
-    case OpId::k_eq:
-    case OpId::k_ne:
-    case OpId::k_lt:
-    case OpId::k_le:
-    case OpId::k_gt:
-    case OpId::k_ge:
-      return Kind::kCompare;
-    case OpId::k_logical_and:
-    case OpId::k_logical_or:
-      return Kind::kLogical;
-    case OpId::k_exp:
-    case OpId::k_log:
-    case OpId::k_sqrt:
-    case OpId::k_rsqrt:
-    case OpId::k_sin:
-    case OpId::k_cos:
-    case OpId::k_tanh:
-    case OpId::k_sigmoid:
-    case OpId::k_erf:
-    case OpId::k_gelu:
-    case OpId::k_gelu_tanh:
-    case OpId::k_silu:
-      return Kind::kUnaryFloat;
-    case OpId::k_neg:
-    case OpId::k_abs:
-    case OpId::k_relu:
-    case OpId::k_relu6:
-      return Kind::kUnaryKeep;
-    case OpId::k_logical_not:
-      return Kind::kLogicalNot;
-    case OpId::k_where:
-      return Kind::kWhere;
-    case OpId::k_cast:
-      return Kind::kCast;
-    default:
-      return Kind::kNone;
-  }
-}
-
-int arity(Kind k) {
-  switch (k) {
-    case Kind::kArith:
-    case Kind::kCompare:
-    case Kind::kLogical:
-      return 2;
-    case Kind::kWhere:
-      return 3;
-    case Kind::kNone:
-      return 0;
-    default:
-      return 1;
-  }
+// NOTE [Op facts]: which ops the fused kernel runs, and how it types them, is the op's row.
+Fusion kind_of(OpId op) {
+  const Fusion f = op_def(op).facts.fusion;
+  return f == Fusion::kUndeclared ? Fusion::kNone : f;
 }
 
 [[noreturn]] void program_error(ErrorCode code, const std::string& what) {
@@ -101,43 +31,44 @@ DType parse_dtype_name(std::string_view name) {
 
 std::optional<DType> fused_result_dtype(OpId op, std::span<const DType> args, DType cast_to,
                                         DType& compute) {
-  const Kind k = kind_of(op);
-  if (k == Kind::kNone || (int)args.size() != arity(k)) return std::nullopt;
+  const Fusion k = kind_of(op);
+  if (k == Fusion::kNone || (int)args.size() != fusion_arity(k)) return std::nullopt;
   const DType d = args[0];
   switch (k) {
-    case Kind::kArith:
+    case Fusion::kArith:
       if (args[1] != d) return std::nullopt;
       if (d == DType::kBool && (op == OpId::k_sub || op == OpId::k_pow)) return std::nullopt;
       if (op == OpId::k_div && !is_floating(d)) return std::nullopt;  // integer division promotes
       compute = d;
       return d;
-    case Kind::kCompare:
+    case Fusion::kCompare:
       if (args[1] != d) return std::nullopt;
       compute = d;
       return DType::kBool;
-    case Kind::kLogical:
+    case Fusion::kLogical:
       if (d != DType::kBool || args[1] != DType::kBool) return std::nullopt;
       compute = DType::kBool;
       return DType::kBool;
-    case Kind::kUnaryFloat:
+    case Fusion::kUnaryFloat:
       if (!is_floating(d)) return std::nullopt;
       compute = d;
       return d;
-    case Kind::kUnaryKeep:
+    case Fusion::kUnaryKeep:
       if (d == DType::kBool && op != OpId::k_abs) return std::nullopt;
       compute = d;
       return d;
-    case Kind::kLogicalNot:
+    case Fusion::kLogicalNot:
       compute = d;
       return DType::kBool;
-    case Kind::kWhere:
+    case Fusion::kWhere:
       if (d != DType::kBool || args[1] != args[2]) return std::nullopt;
       compute = args[1];
       return args[1];
-    case Kind::kCast:
+    case Fusion::kCast:
       compute = d;
       return cast_to;
-    case Kind::kNone:
+    case Fusion::kNone:
+    case Fusion::kUndeclared:
       break;
   }
   return std::nullopt;
@@ -167,17 +98,17 @@ FusedProgram parse_fused_program(std::string_view text) {
       name = "cast";
     }
     const OpDef* def = find_op(name);
-    if (!def || kind_of(def->id) == Kind::kNone)
+    if (!def || kind_of(def->id) == Fusion::kNone)
       program_error(ErrorCode::kValue,
                     "instruction " + std::to_string(p.instrs.size()) + ": '" + std::string(name) +
                         "' is not an op fused_elementwise runs (elementwise arithmetic, "
                         "comparisons, logical ops, activations, where, cast)");
     ins.op = def->id;
     ins.num_args = (int)tokens.size() - 1;
-    if (ins.num_args != arity(kind_of(ins.op)))
+    if (ins.num_args != fusion_arity(kind_of(ins.op)))
       program_error(ErrorCode::kValue, "instruction " + std::to_string(p.instrs.size()) + ": " +
                                            def->name + " takes " +
-                                           std::to_string(arity(kind_of(ins.op))) +
+                                           std::to_string(fusion_arity(kind_of(ins.op))) +
                                            " operands, got " + std::to_string(ins.num_args));
     for (int a = 0; a < ins.num_args; ++a) {
       std::string_view t = tokens[a + 1];

@@ -158,19 +158,23 @@ std::vector<Tensor> scatter_add_backward(const BackwardArgs& b) {
 
 void define_index_ops(OpTable& table) {
   OpDef& gather = define(table, OpId::k_gather, 2, {{"axis", AttrKind::kInt}});
+  gather.facts = not_elementwise();
   gather.infer = infer_gather;
   gather.backward = gather_backward;
 
   OpDef& index_select = define(table, OpId::k_index_select, 2, {{"axis", AttrKind::kInt}});
+  index_select.facts = not_elementwise();
   index_select.infer = infer_index_select;
   index_select.backward = index_select_backward;
 
   OpDef& embedding = define(table, OpId::k_embedding, 2);
+  embedding.facts = not_elementwise();
   embedding.infer = infer_embedding;
   embedding.backward = embedding_backward;
 
   // x and src join promotion (they share one dtype) so that a precision fallback casts both.
   OpDef& scatter = define(table, OpId::k_scatter_add, 3, {{"axis", AttrKind::kInt}});
+  scatter.facts = not_elementwise();
   scatter.promote_mask = 0b101;
   scatter.infer = infer_scatter_add;
   scatter.backward = scatter_add_backward;

@@ -180,6 +180,7 @@ void infer_kv_cache_write(const InferArgs& a, Inference& out) {
 
 void define_llm_ops(OpTable& table) {
   OpDef& rn = define(table, OpId::k_rms_norm, 2, {{"eps", AttrKind::kFloat}, {"ggml", AttrKind::kBool, true}});
+  rn.facts = not_elementwise();
   rn.infer = infer_rms_norm;
   rn.promote_mask = 0b11;
   rn.backward = &rms_norm_backward;
@@ -188,12 +189,14 @@ void define_llm_ops(OpTable& table) {
                      {{"seq_axis", AttrKind::kInt}, {"interleaved", AttrKind::kBool},
                       {"scale", AttrKind::kFloat}, {"inverse", AttrKind::kBool},
                       {"ggml_theta_scale", AttrKind::kFloat, true}});
+  rp.facts = not_elementwise();
   rp.infer = infer_rope;
   rp.backward = &rope_backward;
 
   OpDef& at = define(table, OpId::k_attention, 3,
                      {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}, {"ggml", AttrKind::kBool, true},
                       {"window", AttrKind::kInt, true}, {"softcap", AttrKind::kFloat, true}});
+  at.facts = not_elementwise();
   at.infer = [](const InferArgs& a, Inference& out) {
     infer_attention(a, out);
     check_window_and_cap(a, 3);
@@ -207,10 +210,12 @@ void define_llm_ops(OpTable& table) {
   OpDef& ag = define(table, OpId::k_attention_grad, 5,
                      {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}, {"window", AttrKind::kInt},
                       {"softcap", AttrKind::kFloat}});
+  ag.facts = not_elementwise();
   ag.infer = infer_attention_grad;
   ag.differentiable = false;  // a gradient kernel (NOTE [LLM gradients]), as conv2d_grad_input
 
   OpDef& kv = define(table, OpId::k_kv_cache_write, 2, {{"position", AttrKind::kInt}});
+  kv.facts = not_elementwise();
   kv.infer = infer_kv_cache_write;
   kv.differentiable = false;
   kv.writes_mask = 0b1;  // the cache (NOTE [Declared effects])

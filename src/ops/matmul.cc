@@ -101,6 +101,7 @@ std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
 
 void define_matmul_ops(OpTable& table) {
   OpDef& d = define(table, OpId::k_matmul, 2);
+  d.facts = not_elementwise();
   d.promote_mask = 0b11;
   d.infer = &infer_matmul;
   d.backward = &matmul_backward;

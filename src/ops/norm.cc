@@ -43,9 +43,11 @@ std::vector<Tensor> log_softmax_backward(const BackwardArgs& b) {
 
 void define_norm_ops(OpTable& table) {
   OpDef& sm = define(table, OpId::k_softmax, 1, {{"axis", AttrKind::kInt}});
+  sm.facts = not_elementwise();
   sm.infer = infer_softmax;
   sm.backward = &softmax_backward;
   OpDef& lsm = define(table, OpId::k_log_softmax, 1, {{"axis", AttrKind::kInt}});
+  lsm.facts = not_elementwise();
   lsm.infer = infer_softmax;
   lsm.backward = &log_softmax_backward;
 }

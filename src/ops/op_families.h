@@ -9,8 +9,18 @@ namespace spore::ops {
 
 using OpTable = std::array<OpDef, kNumOps>;
 
-// Starts the definition of `id`; the family fills in the rest.
+// Starts the definition of `id`; the family fills in the rest, its facts included (NOTE [Op facts]).
 OpDef& define(OpTable& table, OpId id, int num_inputs, std::vector<AttrSpec> attrs = {});
+
+// The facts of an op that is not elementwise: never fused, never written in place, no
+// one-to-one ONNX op (its ONNX mapping, if any, is written by hand in the writer and the reader).
+inline OpFacts not_elementwise() {
+  OpFacts f;
+  f.fusion = Fusion::kNone;
+  f.in_place = InPlace::kNo;
+  f.onnx = "";
+  return f;
+}
 
 void define_elementwise_ops(OpTable& table);
 void define_reduce_ops(OpTable& table);

@@ -42,6 +42,7 @@ void define_optim_ops(OpTable& table) {
                       {{"lr", AttrKind::kFloat}, {"momentum", AttrKind::kFloat},
                        {"dampening", AttrKind::kFloat}, {"weight_decay", AttrKind::kFloat},
                        {"nesterov", AttrKind::kBool}, {"first_step", AttrKind::kBool}});
+  sgd.facts = not_elementwise();
   sgd.infer = [](const InferArgs& a, Inference& out) {
     check_state(a, 2);
     out.num_outputs = 0;
@@ -54,6 +55,7 @@ void define_optim_ops(OpTable& table) {
                        {{"lr", AttrKind::kFloat}, {"beta1", AttrKind::kFloat}, {"beta2", AttrKind::kFloat},
                         {"eps", AttrKind::kFloat}, {"weight_decay", AttrKind::kFloat}, {"step", AttrKind::kInt},
                         {"decoupled", AttrKind::kBool}});
+  adam.facts = not_elementwise();
   adam.infer = [](const InferArgs& a, Inference& out) {
     check_state(a, 2);
     if (a.attrs.i(5) < 1) op_error(a.def, ErrorCode::kValue, "step counts from 1");

@@ -84,10 +84,12 @@ void infer_matmul_q_grad(const InferArgs& a, Inference& out) {
 
 void define_quant_ops(OpTable& table) {
   OpDef& mq = define(table, OpId::k_matmul_q, 2, {{"type", AttrKind::kInt}, {"ggml", AttrKind::kBool, true}});
+  mq.facts = not_elementwise();
   mq.infer = infer_matmul_q;
   mq.backward = &matmul_q_backward;  // for x only (NOTE [LLM gradients])
 
   OpDef& mg = define(table, OpId::k_matmul_q_grad, 2, {{"type", AttrKind::kInt}});
+  mg.facts = not_elementwise();
   mg.infer = infer_matmul_q_grad;
   mg.differentiable = false;  // a gradient kernel, as conv2d_grad_input
 }

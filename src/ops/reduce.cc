@@ -177,6 +177,7 @@ Grads var_backward(const BackwardArgs& b) {
 void define_reduce_ops(OpTable& table) {
   auto def = [&](OpId id, std::vector<AttrSpec> attrs, InferFn infer, BackwardFn backward) {
     OpDef& d = define(table, id, 1, std::move(attrs));
+    d.facts = not_elementwise();
     d.infer = infer;
     d.backward = backward;
   };
@@ -190,6 +191,7 @@ void define_reduce_ops(OpTable& table) {
   const std::vector<AttrSpec> arg = {{"axis", AttrKind::kInt}, {"keepdims", AttrKind::kBool}};
   for (OpId id : {OpId::k_argmax, OpId::k_argmin}) {  // int64 indices: no gradient
     OpDef& d = define(table, id, 1, arg);
+    d.facts = not_elementwise();
     d.infer = infer_arg;
     d.differentiable = false;
   }

@@ -237,11 +237,13 @@ std::vector<Tensor> slice_scatter_backward(const BackwardArgs& b) {
 
 void define_shape_ops(OpTable& table) {
   OpDef& reshape = define(table, OpId::k_reshape, 1, {{"shape", AttrKind::kInts}});
+  reshape.facts = not_elementwise();
   reshape.infer = infer_reshape;
   reshape.view = view_reshape;
   reshape.backward = reshape_backward;
 
   OpDef& permute = define(table, OpId::k_permute, 1, {{"axes", AttrKind::kInts}});
+  permute.facts = not_elementwise();
   permute.infer = infer_permute;
   permute.view = view_permute;
   permute.backward = permute_backward;
@@ -249,22 +251,26 @@ void define_shape_ops(OpTable& table) {
   const std::vector<AttrSpec> slice_attrs{
       {"axis", AttrKind::kInt}, {"start", AttrKind::kInt}, {"end", AttrKind::kInt}, {"step", AttrKind::kInt}};
   OpDef& slice = define(table, OpId::k_slice, 1, slice_attrs);
+  slice.facts = not_elementwise();
   slice.infer = infer_slice;
   slice.view = view_slice;
   slice.backward = slice_backward;
 
   OpDef& expand = define(table, OpId::k_expand, 1, {{"shape", AttrKind::kInts}});
+  expand.facts = not_elementwise();
   expand.infer = infer_expand;
   expand.view = view_expand;
   expand.backward = expand_backward;
 
   OpDef& concat = define(table, OpId::k_concat, -1, {{"axis", AttrKind::kInt}});
+  concat.facts = not_elementwise();
   concat.promote_mask = ~0u;
   concat.infer = infer_concat;
   concat.backward = concat_backward;
 
   // x and src join promotion (they share one dtype) so that a precision fallback casts both.
   OpDef& scatter = define(table, OpId::k_slice_scatter, 2, slice_attrs);
+  scatter.facts = not_elementwise();
   scatter.promote_mask = 0b11;
   scatter.infer = infer_slice_scatter;
   scatter.backward = slice_scatter_backward;

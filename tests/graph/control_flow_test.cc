@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "spore/autograd.h"
 #include "spore/jit.h"
 #include "spore/ops.h"
 #include "test_util.h"

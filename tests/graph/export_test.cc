@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "spore/autograd.h"
 #include "spore/lite.h"
 #include "spore/nn/activation.h"
 #include "spore/nn/dense.h"

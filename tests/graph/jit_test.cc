@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "graph/passes/memory_plan.h"
+#include "spore/autograd.h"
 #include "spore/context.h"
 #include "spore/nn/dense.h"
 #include "spore/nn/losses.h"

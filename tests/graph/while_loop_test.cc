@@ -45,6 +45,47 @@ States counting(const States& in) {
   return while_loop(below, step, {zeros({}), zeros_like(x)});
 }
 
+// NOTE [Lite control flow]: the counting loop exported once runs in Lite for any trip count,
+// giving the framework's bytes.
+TEST(WhileLoop, LiteRunsAnExportedLoopForAnyTripCount) {
+  const Tensor x = Tensor::from_vector<float>({0.1f, -2.5f, 3.25f});
+  const auto path = temp_file("counting.spore");
+  export_model(TensorsFn(counting), {x, full({}, 3.0)}, path);
+  lite::Model model = lite::Model::build_from_file(path);
+  std::filesystem::remove(path);
+  for (double n : {3.0, 0.0, 7.0, 1.0}) {
+    const States want = counting({x, full({}, n)});
+    const std::vector<Tensor> got = model.predict(std::vector<Tensor>{x, full({}, n)});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(bytes(got[0]), bytes(want[0])) << n;
+    EXPECT_EQ(bytes(got[1]), bytes(want[1])) << n;
+  }
+}
+
+// A file's loop that never ends stops at Lite's bound (kMaxLoopIterations) with a typed error
+// naming it, whether the file gives no bound or a huge one.
+TEST(WhileLoop, LiteStopsAnEndlessLoopAtItsBound) {
+  const auto path = temp_file("endless.spore");
+  export_model(TensorsFn([](const States& in) {
+                 // Ends at once for the example's 10; never for 0 (the body keeps 0).
+                 BranchFn below = [](const States& s) { return States{lt(s[0], scalar_like(s[0], 5.0))}; };
+                 BranchFn same = [](const States& s) { return States{abs(s[0])}; };
+                 return while_loop(below, same, {in[0]}, WhileOptions{3});
+               }),
+               {full({}, 10.0)}, path);
+  // The exported file bounds the loop at 3; a hostile one says nothing, or a huge number.
+  ir::Model m = ir::read_model(path);
+  std::filesystem::remove(path);
+  for (int64_t bound : {int64_t{0}, int64_t{1} << 40}) {
+    for (ir::Node& n : m.graph.nodes)
+      if (n.def->id == OpId::k_while_loop) n.attrs = Attrs::of(n.attrs.i(0), bound);
+    ir::write_model(path, m);
+    lite::Model model = lite::Model::build_from_file(path);
+    std::filesystem::remove(path);
+    expect_error([&] { model.predict(std::vector<Tensor>{zeros({})}); }, ErrorCode::kValue, "max_iterations (1048576)");
+  }
+}
+
 TEST(WhileLoop, CountingLoopCompiledEqualsEagerAndTheTripCountChangesWithoutRetracing) {
   JitFunction f = jit(TensorsFn(counting));
   const Tensor x = Tensor::from_vector<float>({0.1f, -2.5f, 3.25f});
@@ -285,7 +326,7 @@ TEST(WhileLoop, ALoopPassingItsStateThroughReturnsTensorsOfItsOwn) {
   }
 }
 
-TEST(WhileLoop, TheIrRoundTripsTheSubgraphsAndLiteAndOnnxRefuseByName) {
+TEST(WhileLoop, TheIrRoundTripsTheSubgraphsLiteRunsThemAndOnnxRefusesByName) {
   auto fn = [](const States& in) { return newton(in); };
   const Tensor a = Tensor::from_vector<double>({2, 9});
   const auto path = temp_file("newton.spore");
@@ -325,8 +366,11 @@ TEST(WhileLoop, TheIrRoundTripsTheSubgraphsAndLiteAndOnnxRefuseByName) {
   // Version 1 cannot hold subgraphs: the writer says which node needs version 2.
   expect_error([&] { export_model(fn, {a}, temp_file("v1.spore"), ExportOptions().version(1)); }, ErrorCode::kVersion,
                "while_loop", "subgraphs");
-  // Lite does not run loops: a typed error naming the node, not a crash.
-  expect_error([&] { lite::Model::build_from_file(path); }, ErrorCode::kUnsupported, "while_loop", "subgraphs");
+  // Lite runs the loop on the graph library's loop runner (NOTE [Lite control flow]): the
+  // framework's bytes, with other inputs than the export's too (another trip count).
+  lite::Model lite_model = lite::Model::build_from_file(path);
+  for (const Tensor& x : {a, Tensor::from_vector<double>({16, 0.25})})
+    EXPECT_EQ(bytes(lite_model.predict(std::vector<Tensor>{x})[0]), bytes(fn({x})[0]));
   expect_error([&] { export_onnx(fn, {a}, temp_file("newton.onnx")); }, ErrorCode::kUnsupported, "subgraphs");
   // A file whose while_loop lost its subgraphs is a format error, not a crash.
   ir::Model broken = m;

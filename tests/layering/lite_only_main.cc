@@ -1,7 +1,7 @@
-// Linked against spore_lite, spore_format and spore_core only (NOTE [Lite runtime]): if Lite
-// referred to autograd, nn, optim, data or the graph compiler, this program would not link. It
-// writes a small IR file, builds it in Lite and checks the prediction against values computed by
-// hand, so a stub library would not pass either.
+// Linked against spore_lite, spore_graph, spore_format and spore_core only (NOTE [Lite runtime],
+// NOTE [Lite control flow]): if Lite referred to autograd, nn, optim or data, this program would
+// not link. It writes a small IR file, builds it in Lite and checks the prediction against values
+// computed by hand, so a stub library would not pass either.
 #include <unistd.h>
 
 #include <cmath>

@@ -50,7 +50,9 @@ def symbols(path, *flags):
 def test_lite_extension_holds_no_framework_symbol():
     table = symbols(LITE_SO)
     assert "spore::lite::Model" in table  # positive control: nm read the symbol table
-    bad = re.findall(r".*spore::(?:nn|autograd|optim|data|train|graph)::.*|.*spore::value_and_grad.*", table)
+    # The graph library (spore::graph) is below the framework and Lite runs loops on it
+    # (NOTE [Lite control flow]); the framework above it must stay out.
+    bad = re.findall(r".*spore::(?:nn|autograd|optim|data|train)::.*|.*spore::value_and_grad.*", table)
     assert not bad, "the Lite extension links framework code:\n" + "\n".join(bad[:20])
 
 

@@ -2,8 +2,9 @@
 // chain, each exact:
 //   x*1, 1*x, x/1, x-0, x+0, 0+x  -> x   (only when the result has x's shape and dtype: a
 //                                          broadcasting or promoting operand changes them)
-//   cast(x, dtype of x)            -> x
 //   neg(neg(x))                    -> x
+//     (these two from the identities and involutions the ops' rows declare, NOTE [Op facts])
+//   cast(x, dtype of x)            -> x
 //   reshape(reshape(x))            -> reshape(x)   (and reshape to x's own shape -> x)
 //   permute(permute(x, p), q)      -> permute(x, p∘q)   (and an identity permutation -> x)
 // "1" and "0" are kConstant values or fill outputs that are exactly that in every element.
@@ -98,32 +99,25 @@ class Simplifier {
       const ValueId x = in[slot], other = in[1 - slot];
       return is_exactly(g_, other, c) && same_meta(g_.value(x).meta, meta) && !mutable_value(x);
     };
+    // x op c and c op x where the op's row names c its identity, op(op(x)) for an involution
+    // (NOTE [Op facts]): x * 1, 1 * x, x + 0, 0 + x, x - 0, x / 1, -(-x).
+    const OpFacts& facts = n.def->facts;
+    if (in.size() == 2) {
+      if (facts.right_identity && identity_operand(0, *facts.right_identity)) return forward(i, out, in[0], stats), 0;
+      if (facts.left_identity && identity_operand(1, *facts.left_identity)) return forward(i, out, in[1], stats), 0;
+    }
+    if (facts.involution && in.size() == 1) {
+      const int inner = producer(in[0], n.op());
+      if (inner < 0) return 0;
+      const ValueId x = g_.inputs(inner)[0];
+      if (!mutable_value(x) && !mutable_value(in[0])) forward(i, out, x, stats);
+      return 0;
+    }
     switch (n.op()) {
-      case OpId::k_mul:
-        if (identity_operand(0, 1.0)) return forward(i, out, in[0], stats), 0;
-        if (identity_operand(1, 1.0)) return forward(i, out, in[1], stats), 0;
-        return 0;
-      case OpId::k_add:
-        if (identity_operand(0, 0.0)) return forward(i, out, in[0], stats), 0;
-        if (identity_operand(1, 0.0)) return forward(i, out, in[1], stats), 0;
-        return 0;
-      case OpId::k_sub:
-        if (identity_operand(0, 0.0)) return forward(i, out, in[0], stats), 0;
-        return 0;
-      case OpId::k_div:
-        if (identity_operand(0, 1.0)) return forward(i, out, in[0], stats), 0;
-        return 0;
       case OpId::k_cast:
         if (same_meta(g_.value(in[0]).meta, meta) && !mutable_value(in[0]))
           forward(i, out, in[0], stats);
         return 0;
-      case OpId::k_neg: {
-        const int inner = producer(in[0], OpId::k_neg);
-        if (inner < 0) return 0;
-        const ValueId x = g_.inputs(inner)[0];
-        if (!mutable_value(x) && !mutable_value(in[0])) forward(i, out, x, stats);
-        return 0;
-      }
       case OpId::k_reshape: {
         ValueId src = in[0];
         if (const int inner = producer(src, OpId::k_reshape); inner >= 0 && !mutable_value(src)) {

@@ -5,17 +5,9 @@
 
 namespace spore::graph {
 
+// The op's row says (NOTE [Op facts]).
 bool may_write_in_place(OpId op) {
-  switch (op) {
-    case OpId::k_add: case OpId::k_sub: case OpId::k_mul: case OpId::k_div:
-    case OpId::k_maximum: case OpId::k_minimum: case OpId::k_neg: case OpId::k_abs:
-    case OpId::k_exp: case OpId::k_log: case OpId::k_sqrt: case OpId::k_rsqrt:
-    case OpId::k_sin: case OpId::k_cos: case OpId::k_tanh: case OpId::k_sigmoid:
-    case OpId::k_relu: case OpId::k_relu6: case OpId::k_silu:
-      return true;
-    default:
-      return false;
-  }
+  return op_def(op).facts.in_place == InPlace::kYes;
 }
 
 MemoryPlan plan_memory(const Graph& g, const std::vector<bool>& plannable) {
