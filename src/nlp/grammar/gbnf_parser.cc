@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "nlp/grammar/grammar_impl.h"
+#include "nlp/grammar/matcher.h"
 #include "spore/error.h"
 
 namespace spore::nlp {
@@ -360,6 +361,7 @@ class Parser {
 std::shared_ptr<const Grammar> Grammar::from_gbnf(std::string_view text, const GrammarLimits& limits, std::string_view root) {
   auto impl = std::make_shared<Impl>(Parser(text, limits).parse(root));
   detail::check_grammar(*impl);
+  (void)detail::GrammarState::start(*impl);  // kValue now, not mid-generation, for a start state that explodes
   return std::make_shared<const Grammar>(std::move(impl));
 }
 
