@@ -44,7 +44,8 @@ struct SamplingOptions {
 // generation_config.json only where it still holds the default value above.
 
 // kGrammarDeadEnd: the grammar allows no token here (none of the vocabulary continues the text
-// and it is not a complete sentence), so the sequence ends rather than waiting forever.
+// and it is not a complete sentence, or its parse stacks passed GrammarLimits::max_stacks:
+// SequenceEvent::error says so), so the sequence ends rather than waiting forever.
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError, kGrammarDeadEnd };
 // "stop", "length", "cancelled", "error", "grammar_dead_end"
 const char* finish_reason_name(FinishReason r);
@@ -77,7 +78,8 @@ struct SequenceEvent {
   float logprob = 0;             // when SamplingOptions::logprobs or top_logprobs
   std::vector<TokenLogprob> top_logprobs;
   FinishReason finished = FinishReason::kNone;
-  std::string error;  // kError: what went wrong (a NaN logit, ...); the other sequences go on
+  std::string error;  // kError: what went wrong (a NaN logit, ...); the other sequences go on.
+                      // kGrammarDeadEnd: set when the grammar's state exploded
 };
 
 // prompt_ms: from the sequence's first prefill step to its first token (the prefill's speed);

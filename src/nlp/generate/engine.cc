@@ -209,7 +209,13 @@ SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row) {
   const std::vector<uint64_t>* mask = nullptr;
   if (s.grammar) {
     // NOTE [Grammars]: no allowed token is a dead end; it ends the sequence, never waits.
-    mask = &s.grammar->allowed();
+    try {
+      mask = &s.grammar->allowed();
+    } catch (const Error& e) {  // the grammar's parse stacks exploded (GrammarLimits::max_stacks)
+      ev.finished = FinishReason::kGrammarDeadEnd;
+      ev.error = e.what();
+      return ev;
+    }
     if (std::all_of(mask->begin(), mask->end(), [](uint64_t w) { return w == 0; })) {
       ev.finished = s.grammar->accepting() ? FinishReason::kStop : FinishReason::kGrammarDeadEnd;
       bool matched = false;

@@ -73,6 +73,7 @@ bool GrammarState::feed(const Grammar::Impl& g, uint8_t byte) {
       if (n < 0 || byte == 0xC0 || byte == 0xC1) return stacks.clear(), false;
       partial = byte & (n == 1 ? 0x1F : n == 2 ? 0x0F : 0x07);
       partial_left = (uint8_t)n;
+      partial_min = n == 1 ? 0x80 : n == 2 ? 0x800 : 0x10000;
       // Some stack must take a code point that starts this way.
       const uint32_t lo = partial << (6 * n), hi = lo | ((1u << (6 * n)) - 1);
       for (const ParseStack& st : stacks)
@@ -90,7 +91,8 @@ bool GrammarState::feed(const Grammar::Impl& g, uint8_t byte) {
     }
     cp = partial;
     partial = 0;
-    if (cp > 0x10FFFF) return stacks.clear(), false;
+    // Overlong forms and surrogates are not UTF-8: the decoded text would differ from these bytes.
+    if (cp > 0x10FFFF || cp < partial_min || (cp >= 0xD800 && cp <= 0xDFFF)) return stacks.clear(), false;
   }
   std::vector<ParseStack> next;
   for (const ParseStack& st : stacks) {
@@ -123,6 +125,7 @@ std::string GrammarState::key() const {
   std::string k;
   k.push_back((char)partial_left);
   k.append(reinterpret_cast<const char*>(&partial), sizeof partial);
+  k.append(reinterpret_cast<const char*>(&partial_min), sizeof partial_min);
   for (const ParseStack& st : stacks) {
     const uint32_t n = (uint32_t)st.size();
     k.append(reinterpret_cast<const char*>(&n), sizeof n);

@@ -24,6 +24,7 @@ struct GrammarState {
   std::vector<ParseStack> stacks;  // sorted, distinct
   uint32_t partial = 0;            // the code point's bits read so far
   uint8_t partial_left = 0;        // continuation bytes still to come
+  uint32_t partial_min = 0;        // the smallest code point its length may encode (no overlongs)
 
   static GrammarState start(const Grammar::Impl& g);
   // Consumes one byte; false (and the state unusable) when no stack can take it.
