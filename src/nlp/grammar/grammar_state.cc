@@ -74,8 +74,9 @@ bool GrammarState::feed(const Grammar::Impl& g, uint8_t byte) {
       partial = byte & (n == 1 ? 0x1F : n == 2 ? 0x0F : 0x07);
       partial_left = (uint8_t)n;
       partial_min = n == 1 ? 0x80 : n == 2 ? 0x800 : 0x10000;
-      // Some stack must take a code point that starts this way.
-      const uint32_t lo = partial << (6 * n), hi = lo | ((1u << (6 * n)) - 1);
+      // Some stack must take a code point that starts this way (and is not an overlong form).
+      const uint32_t lo = std::max(partial << (6 * n), partial_min), hi = std::min((partial << (6 * n)) | ((1u << (6 * n)) - 1), 0x10FFFFu);
+      if (lo > hi) return stacks.clear(), false;
       for (const ParseStack& st : stacks)
         if (!st.empty() && g.accepts_some(g.symbols[(size_t)st.back()], lo, hi)) return true;
       return stacks.clear(), false;
@@ -84,7 +85,9 @@ bool GrammarState::feed(const Grammar::Impl& g, uint8_t byte) {
     if ((byte & 0xC0) != 0x80) return stacks.clear(), false;
     partial = (partial << 6) | (byte & 0x3F);
     if (--partial_left > 0) {
-      const uint32_t lo = partial << (6 * partial_left), hi = lo | ((1u << (6 * partial_left)) - 1);
+      const uint32_t lo = std::max(partial << (6 * partial_left), partial_min),
+                     hi = std::min((partial << (6 * partial_left)) | ((1u << (6 * partial_left)) - 1), 0x10FFFFu);
+      if (lo > hi) return stacks.clear(), false;
       for (const ParseStack& st : stacks)
         if (!st.empty() && g.accepts_some(g.symbols[(size_t)st.back()], lo, hi)) return true;
       return stacks.clear(), false;

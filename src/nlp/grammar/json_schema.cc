@@ -51,7 +51,7 @@ std::string digits(uint64_t v) { return std::to_string(v); }
 // GBNF for the decimal numbers in [a, b], both with the same number of digits.
 std::string same_length_range(const std::string& a, const std::string& b) {
   if (a.size() == 1) return a == b ? "\"" + a + "\"" : "[" + a + "-" + b + "]";
-  if (a[0] == b[0]) return "\"" + std::string(1, a[0]) + "\" " + same_length_range(a.substr(1), b.substr(1));
+  if (a[0] == b[0]) return "\"" + std::string(1, a[0]) + "\" (" + same_length_range(a.substr(1), b.substr(1)) + ")";
   const size_t rest = a.size() - 1;
   std::vector<std::string> alts;
   alts.push_back("\"" + std::string(1, a[0]) + "\" (" + same_length_range(a.substr(1), std::string(rest, '9')) + ")");

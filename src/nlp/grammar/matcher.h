@@ -76,7 +76,18 @@ class GrammarMatcher {
   size_t cached_masks() const { return cache_.size(); }
 
  private:
-  void walk(int32_t node, const GrammarState& state, std::vector<uint64_t>& mask) const;
+  // One mask computation: the states met while walking the trie, interned, and the transitions
+  // between them by byte, so a walk over a free-text state (where most bytes lead back to the same
+  // state) costs a table lookup per trie node rather than a parse-stack update.
+  struct Walk {
+    std::vector<GrammarState> states;
+    std::unordered_map<std::string, int32_t> ids;
+    std::unordered_map<uint64_t, int32_t> next;  // state * 256 + byte -> state, -1: dead
+  };
+  static constexpr size_t kMaxInterned = 1 << 16;  // past it the walk goes on without the tables
+  int32_t step(Walk& w, int32_t state, uint8_t byte) const;
+  void walk(Walk& w, int32_t node, int32_t state, std::vector<uint64_t>& mask) const;
+  void walk_plain(int32_t node, const GrammarState& state, std::vector<uint64_t>& mask) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;

@@ -106,13 +106,44 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shar
     : grammar_(std::move(grammar)), trie_(std::move(trie)), end_ids_(std::move(end_ids)),
       state_(GrammarState::start(grammar_->impl())) {}
 
-void GrammarMatcher::walk(int32_t node, const GrammarState& state, std::vector<uint64_t>& mask) const {
-  const Grammar::Impl& g = grammar_->impl();
+int32_t GrammarMatcher::step(Walk& w, int32_t state, uint8_t byte) const {
+  const uint64_t k = (uint64_t)state * 256 + byte;
+  if (auto it = w.next.find(k); it != w.next.end()) return it->second;
+  if (w.states.size() >= kMaxInterned) return -2;
+  GrammarState n = w.states[(size_t)state];
+  int32_t id = -1;
+  if (n.feed(grammar_->impl(), byte)) {
+    std::string key = n.key();
+    auto [it, fresh] = w.ids.emplace(std::move(key), (int32_t)w.states.size());
+    if (fresh) w.states.push_back(std::move(n));
+    id = it->second;
+  }
+  w.next.emplace(k, id);
+  return id;
+}
+
+void GrammarMatcher::walk(Walk& w, int32_t node, int32_t state, std::vector<uint64_t>& mask) const {
   for (const auto& [byte, child] : trie_->nodes()[(size_t)node].kids) {
-    GrammarState next = state;
-    if (!next.feed(g, byte)) continue;  // no token below this node can match: prune
+    const int32_t next = step(w, state, byte);
+    if (next == -2) {  // the tables are full: this subtree without them
+      GrammarState n = w.states[(size_t)state];
+      if (!n.feed(grammar_->impl(), byte)) continue;
+      for (int32_t id : trie_->nodes()[(size_t)child].tokens) mask[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
+      walk_plain(child, n, mask);
+      continue;
+    }
+    if (next < 0) continue;  // no token below this node can match: prune
     for (int32_t id : trie_->nodes()[(size_t)child].tokens) mask[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
-    walk(child, next, mask);
+    walk(w, child, next, mask);
+  }
+}
+
+void GrammarMatcher::walk_plain(int32_t node, const GrammarState& state, std::vector<uint64_t>& mask) const {
+  for (const auto& [byte, child] : trie_->nodes()[(size_t)node].kids) {
+    GrammarState n = state;
+    if (!n.feed(grammar_->impl(), byte)) continue;
+    for (int32_t id : trie_->nodes()[(size_t)child].tokens) mask[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
+    walk_plain(child, n, mask);
   }
 }
 
@@ -124,7 +155,10 @@ const std::vector<uint64_t>& GrammarMatcher::allowed() {
     return *current_;
   }
   auto mask = std::make_shared<std::vector<uint64_t>>(((size_t)trie_->vocab() + 63) / 64, 0);
-  walk(0, state_, *mask);
+  Walk w;
+  w.states.push_back(state_);
+  w.ids.emplace(key, 0);
+  walk(w, 0, 0, *mask);
   if (state_.accepting())
     for (int32_t id : end_ids_)
       if (id >= 0 && id < trie_->vocab()) (*mask)[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
