@@ -478,7 +478,7 @@ TEST_F(Serve, StructuredOutputsToolCallsAndGrammars) {
   json req = {{"messages", {{{"role", "user"}, {"content", "Describe a person."}}}}, {"max_tokens", 120}, {"temperature", 0},
               {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"schema", schema}, {"strict", true}}}}}};
   const json a = post("/v1/chat/completions", req);
-  EXPECT_EQ(a["choices"][0]["finish_reason"], "stop") << a.dump();
+  ASSERT_EQ(a["choices"][0]["finish_reason"], "stop") << a.dump();
   const json person = json::parse(a["choices"][0]["message"]["content"].get<std::string>());
   EXPECT_EQ(person.size(), 3u);
   EXPECT_TRUE(person["name"].is_string() && person["name"].get<std::string>().size() <= 16 * 4);
@@ -486,9 +486,11 @@ TEST_F(Serve, StructuredOutputsToolCallsAndGrammars) {
   EXPECT_TRUE(person["pets"].is_array() && person["pets"].size() <= 2);
   for (const json& p : person["pets"]) EXPECT_TRUE(p == "cat" || p == "dog") << person.dump();
 
-  req.erase("response_format");
-  req["response_format"] = {{"type", "json_object"}};
-  const json o = post("/v1/chat/completions", req);
+  // json_object: an object, no Markdown fence around it (what the issue saw before).
+  json obj = {{"messages", {{{"role", "user"}, {"content", "Give me a JSON object with a name and an age."}}}},
+              {"max_tokens", 100}, {"temperature", 0}, {"response_format", {{"type", "json_object"}}}};
+  const json o = post("/v1/chat/completions", obj);
+  ASSERT_EQ(o["choices"][0]["finish_reason"], "stop") << o.dump();
   EXPECT_TRUE(json::parse(o["choices"][0]["message"]["content"].get<std::string>()).is_object()) << o.dump();
 
   const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather in a city",
@@ -499,6 +501,7 @@ TEST_F(Serve, StructuredOutputsToolCallsAndGrammars) {
   const json c = post("/v1/chat/completions", call);
   EXPECT_EQ(c["choices"][0]["finish_reason"], "tool_calls") << c.dump();
   const json& calls = c["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(c["choices"][0]["finish_reason"], "tool_calls") << c.dump();
   ASSERT_EQ(calls.size(), 1u) << c.dump();
   EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
   const json args = json::parse(calls[0]["function"]["arguments"].get<std::string>());
