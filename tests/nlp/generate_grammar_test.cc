@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -25,7 +27,10 @@ const std::string kSource = SPORE_SOURCE_DIR;
 // Its config allows 64 positions; a copy allows 1024 (rope works at any position), so that JSON
 // with several fields fits.
 LoadedModel random_model() {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "grammar_qwen2";
+  // One copy per process: ctest runs tests in parallel, and rewriting a file another process has
+  // mapped is a SIGBUS there.
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("grammar_qwen2_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::filesystem::path src = spore::test::llm::fixture_model("qwen2", false);
   for (const auto& e : std::filesystem::directory_iterator(src))
@@ -34,6 +39,7 @@ LoadedModel random_model() {
   config["max_position_embeddings"] = 1024;
   std::ofstream(dir / "config.json") << config.dump();
   LoadedModel m = load_model(dir);
+  std::filesystem::remove_all(dir);  // the mapped weights stay readable after the unlink
   m.tokenizer = Tokenizer::from_file(kSource + "/tests/fixtures/tokenizers/tiny_smollm");
   return m;
 }
@@ -56,7 +62,7 @@ TEST(GenerateGrammar, ThirtySchemasValidateUnderAnIndependentValidator) {
   ASSERT_EQ(schemas.size(), 30u);
   JsonSchemaOptions jo;
   jo.default_max_string_chars = 12;  // unbounded strings would run on under random weights
-  const std::string out_path = ::testing::TempDir() + "/grammar_outputs.jsonl";
+  const std::string out_path = ::testing::TempDir() + "/grammar_outputs_" + std::to_string(getpid()) + ".jsonl";
   std::ofstream out(out_path);
   for (size_t i = 0; i < schemas.size(); ++i) {
     const auto g = Grammar::from_gbnf(json_schema_to_gbnf(schemas[i].dump(), jo));
