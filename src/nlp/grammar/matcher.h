@@ -82,7 +82,7 @@ class GrammarMatcher {
   struct Walk {
     std::vector<GrammarState> states;
     std::unordered_map<std::string, int32_t> ids;
-    std::unordered_map<uint64_t, int32_t> next;  // state * 256 + byte -> state, -1: dead
+    std::vector<int32_t> next;  // [state * 256 + byte] -> state; -1: dead, -3: not yet known
   };
   static constexpr size_t kMaxInterned = 1 << 16;  // past it the walk goes on without the tables
   int32_t step(Walk& w, int32_t state, uint8_t byte) const;

@@ -107,18 +107,21 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shar
       state_(GrammarState::start(grammar_->impl())) {}
 
 int32_t GrammarMatcher::step(Walk& w, int32_t state, uint8_t byte) const {
-  const uint64_t k = (uint64_t)state * 256 + byte;
-  if (auto it = w.next.find(k); it != w.next.end()) return it->second;
+  const size_t k = (size_t)state * 256 + byte;
+  if (w.next[k] != -3) return w.next[k];
   if (w.states.size() >= kMaxInterned) return -2;
   GrammarState n = w.states[(size_t)state];
   int32_t id = -1;
   if (n.feed(grammar_->impl(), byte)) {
     std::string key = n.key();
     auto [it, fresh] = w.ids.emplace(std::move(key), (int32_t)w.states.size());
-    if (fresh) w.states.push_back(std::move(n));
+    if (fresh) {
+      w.states.push_back(std::move(n));
+      w.next.resize(w.states.size() * 256, -3);
+    }
     id = it->second;
   }
-  w.next.emplace(k, id);
+  w.next[k] = id;
   return id;
 }
 
@@ -158,6 +161,7 @@ const std::vector<uint64_t>& GrammarMatcher::allowed() {
   Walk w;
   w.states.push_back(state_);
   w.ids.emplace(key, 0);
+  w.next.assign(256, -3);
   walk(w, 0, 0, *mask);
   if (state_.accepting())
     for (int32_t id : end_ids_)
