@@ -4,7 +4,7 @@
 // vocabulary (the sampler's float64 copy and argmax of a logits row). One run, wall and CPU time.
 //   grammar_bench TOKENIZER SCHEMA.json TEXT.json
 //     -> {"vocab", "tokens", "mask_us_mean", "mask_us_p50", "mask_us_max", "first_visit_us_mean",
-//         "cached_us_mean", "unconstrained_us_mean", "states_cached", "trie_build_s"}
+//         "cached_us_mean", "unconstrained_us_mean", "states_cached", "trie_build_s", "trie_nodes"}
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,9 +73,9 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   std::printf("{\"vocab\": %d, \"tokens\": %zu, \"mask_us_mean\": %.1f, \"mask_us_p50\": %.1f, \"mask_us_max\": %.1f, "
               "\"first_visit_us_mean\": %.1f, \"cached_us_mean\": %.1f, \"unconstrained_us_mean\": %.1f, "
-              "\"states_cached\": %zu, \"trie_build_s\": %.3f}\n",
+              "\"states_cached\": %zu, \"trie_build_s\": %.3f, \"trie_nodes\": %zu}\n",
               tok.vocab_size(), ids.size(), mean(mask_us), sorted.empty() ? 0.0 : sorted[sorted.size() / 2],
               sorted.empty() ? 0.0 : sorted.back(), mean(first_us), mean(cached_us), unconstrained / 50, m.cached_masks(),
-              trie_s);
+              trie_s, trie->nodes().size());
   return 0;
 }
