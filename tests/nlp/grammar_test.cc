@@ -148,11 +148,17 @@ void expect_mask_is_brute_force(const Grammar& g, const detail::TokenTrie& trie,
   EXPECT_GT(allowed, 0) << where;
 }
 
-TEST(GrammarMatcher, MaskEqualsBruteForceAlongAJsonText) {
+class GrammarMatcherWalk : public ::testing::TestWithParam<size_t> {};
+
+// With the walk's state tables (the default) and with them full almost at once (the fallback).
+TEST_P(GrammarMatcherWalk, MaskEqualsBruteForceAlongAJsonText) {
   const Tokenizer tok = Tokenizer::from_file(std::string(SPORE_SOURCE_DIR) + "/tests/fixtures/tokenizers/tiny_smollm");
   const auto trie = std::make_shared<const detail::TokenTrie>(detail::token_bytes(tok), tok.vocab_size());
+  GrammarLimits limits;
+  limits.max_walk_states = GetParam();
   const auto g = Grammar::from_gbnf(json_schema_to_gbnf(
-      R"({"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer","minimum":-5,"maximum":300}},"required":["name","n"],"additionalProperties":false})"));
+      R"({"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer","minimum":-5,"maximum":300}},"required":["name","n"],"additionalProperties":false})"),
+      limits);
   const int32_t eos = *tok.token_to_id("<|endoftext|>");
   detail::GrammarMatcher m(g, trie, {eos});
   GrammarState state = GrammarState::start(g->impl());
@@ -168,6 +174,7 @@ TEST(GrammarMatcher, MaskEqualsBruteForceAlongAJsonText) {
   EXPECT_TRUE(detail::GrammarMatcher::test(m.allowed(), eos));
   expect_error([&] { m.accept(*tok.token_to_id("{")); }, ErrorCode::kValue, "does not continue");
 }
+INSTANTIATE_TEST_SUITE_P(Tables, GrammarMatcherWalk, ::testing::Values(size_t{1} << 16, size_t{2}));
 
 TEST(GrammarMatcher, MasksAreCachedPerState) {
   const Tokenizer tok = Tokenizer::from_file(std::string(SPORE_SOURCE_DIR) + "/tests/fixtures/tokenizers/tiny_smollm");

@@ -24,6 +24,8 @@ struct GrammarLimits {
   int max_repetition = 2000;         // the m and n of x{m,n}
   size_t max_stacks = 4096;          // parse stacks alive at once while matching (an ambiguous
                                      // grammar's state set): more ends the sequence with an error
+  size_t max_walk_states = 1 << 16;  // states one mask computation interns (memory); past it the
+                                     // trie walk goes on without its transition tables
 };
 
 class Grammar {

@@ -84,7 +84,6 @@ class GrammarMatcher {
     std::unordered_map<std::string, int32_t> ids;
     std::vector<int32_t> next;  // [state * 256 + byte] -> state; -1: dead, -3: not yet known
   };
-  static constexpr size_t kMaxInterned = 1 << 16;  // past it the walk goes on without the tables
   int32_t step(Walk& w, int32_t state, uint8_t byte) const;
   void walk(Walk& w, int32_t node, int32_t state, std::vector<uint64_t>& mask) const;
   void walk_plain(int32_t node, const GrammarState& state, std::vector<uint64_t>& mask) const;

@@ -109,7 +109,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shar
 int32_t GrammarMatcher::step(Walk& w, int32_t state, uint8_t byte) const {
   const size_t k = (size_t)state * 256 + byte;
   if (w.next[k] != -3) return w.next[k];
-  if (w.states.size() >= kMaxInterned) return -2;
+  if (w.states.size() >= grammar_->impl().limits.max_walk_states) return -2;
   GrammarState n = w.states[(size_t)state];
   int32_t id = -1;
   if (n.feed(grammar_->impl(), byte)) {
