@@ -16,6 +16,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX in (Lite) and out (export, its checker)
       libcpp-httplib-dev  # spore serve: the HTTP server (NOTE [Server])
       chromium chromium-driver python3-selenium  # the chat page's browser test (serve_chat_page_browser)
+      python3-jsonschema  # the constrained-decoding test validates its outputs with it (NOTE [Grammars])
       clang libclang-rt-14-dev libomp-dev  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
       libopenmpi-dev openmpi-bin  # spore_dist and spore launch: collectives over MPI (NOTE [Distributed training])
       pybind11-dev python3-dev python3-numpy python3-pytest)  # the Python modules and their tests

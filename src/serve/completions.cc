@@ -20,6 +20,7 @@ std::string finish_name(nlp::FinishReason f) {
   switch (f) {
     case nlp::FinishReason::kLength: return "length";
     case nlp::FinishReason::kError: return "error";
+    case nlp::FinishReason::kGrammarDeadEnd: return "grammar_dead_end";  // NOTE [Grammars]
     default: return "stop";
   }
 }
@@ -163,7 +164,9 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
     // A template that does not show the tools to the model (SmolLM2's, for one) would drop them
     // without a word and the model could never call them: refuse, as vLLM refuses tools it cannot
     // honour. Rendered tools that overflow the context are refused below like any long prompt.
-    if (r.tools.is_array() && !r.tools.empty() && render_chat(r.messages, nullptr) == prompt)
+    // A forced call (tool_choice "required" or a named function) is constrained to the tools'
+    // schemas by a grammar (NOTE [Grammars]), so it is served even then.
+    if (!r.forced_tools && r.tools.is_array() && !r.tools.empty() && render_chat(r.messages, nullptr) == prompt)
       throw ApiError(400, "This model's chat template does not show tools to the model, so it could not call them; "
                           "send the request without \"tools\" (or with \"tool_choice\": \"none\"), or serve a model "
                           "whose template renders tools (Qwen2.5, Qwen3, Llama 3.1 and later)",

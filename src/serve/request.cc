@@ -5,7 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <limits>
+
+#include "spore/error.h"
+#include "spore/nlp/grammar.h"
 
 namespace spore::serve {
 
@@ -160,6 +165,95 @@ json parse_tools(const json& body) {
   return *t;
 }
 
+// A grammar's text compiled, or a 400 naming the field (the grammar engine's message says what
+// and where: line, rule, keyword).
+std::shared_ptr<const nlp::Grammar> compile(const std::string& field, const std::string& code,
+                                            const std::function<std::string()>& gbnf) {
+  try {
+    return nlp::Grammar::from_gbnf(gbnf());
+  } catch (const Error& e) {
+    throw bad_field(field, e.what(), code);
+  }
+}
+
+// The tool-call markup parse_tool_calls reads (Qwen/Hermes), one call or several, each naming one
+// of `tools` with arguments that follow its parameters' schema.
+std::string tool_call_gbnf(const json& tools, bool parallel) {
+  std::string calls, rules;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& fn = tools[i]["function"];
+    const std::string args = "a" + std::to_string(i);
+    json params = fn.contains("parameters") && !fn["parameters"].is_null() ? fn["parameters"] : json{{"type", "object"}};
+    std::string schema;
+    try {
+      schema = nlp::json_schema_to_gbnf(params.dump(), {}, args);
+    } catch (const Error& e) {
+      throw bad_field("tools[" + std::to_string(i) + "].function.parameters", e.what(), "invalid_json_schema");
+    }
+    std::string name_lit = "\"";
+    for (unsigned char c : json(fn["name"].get<std::string>()).dump()) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      name_lit += c < 0x80 ? std::string(buf) : std::string(1, (char)c);
+    }
+    name_lit += "\"";
+    rules += schema;
+    rules += "t" + std::to_string(i) + " ::= \"<tool_call>\\n{\\\"name\\\": \" " + name_lit +
+             " \", \\\"arguments\\\": \" " + args + " \"}\\n</tool_call>\"\n";
+    calls += (i ? " | t" : "t") + std::to_string(i);
+  }
+  return "root ::= call" + std::string(parallel ? " (\"\\n\" call)*" : "") + "\ncall ::= " + calls + "\n" + rules;
+}
+
+// The constrained-decoding fields: `grammar` (llama.cpp's server), `response_format` (OpenAI) and,
+// for chat, a tool_choice that forces a call. At most one of them shapes a request.
+void parse_constraints(const json& body, CompletionRequest& r, const json* forced_tools) {
+  int given = 0;
+  if (auto g = body.find("grammar"); g != body.end() && !g->is_null()) {
+    if (!g->is_string()) throw wrong_type("grammar", "GBNF text (a string)", *g);
+    ++given;
+    r.generate.grammar = compile("grammar", "invalid_grammar", [&] { return g->get<std::string>(); });
+  }
+  if (auto rf = body.find("response_format"); rf != body.end() && !rf->is_null()) {
+    if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
+    auto type = rf->find("type");
+    if (type == rf->end() || !type->is_string())
+      throw bad_field("response_format.type", "missing; use \"text\", \"json_object\" or \"json_schema\"", "missing_field");
+    const std::string t = type->get<std::string>();
+    if (t == "json_object") {
+      ++given;
+      r.generate.grammar = compile("response_format", "invalid_json_schema", [] { return nlp::json_object_gbnf(); });
+    } else if (t == "json_schema") {
+      auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object())
+        throw bad_field("response_format.json_schema", "missing; send {\"name\": ..., \"schema\": {...}, \"strict\": true}",
+                        "missing_field");
+      auto schema = js->find("schema");
+      if (schema == js->end() || !(schema->is_object() || schema->is_boolean()))
+        throw bad_field("response_format.json_schema.schema", "missing or not a JSON Schema object", "missing_field");
+      if (auto strict = js->find("strict"); strict != js->end() && !strict->is_null() && !strict->is_boolean())
+        throw wrong_type("response_format.json_schema.strict", "a boolean", *strict);
+      ++given;
+      r.generate.grammar = compile("response_format.json_schema.schema", "invalid_json_schema",
+                                   [&] { return nlp::json_schema_to_gbnf(schema->dump()); });
+    } else if (t != "text") {
+      throw bad_field("response_format.type", "'" + t + "' is not a response format; use \"text\", \"json_object\" or \"json_schema\"");
+    }
+  }
+  if (forced_tools) {
+    ++given;
+    bool parallel = true;
+    boolean(body, "parallel_tool_calls", parallel);
+    r.generate.grammar = compile("tool_choice", "invalid_json_schema", [&] { return tool_call_gbnf(*forced_tools, parallel); });
+    r.forced_tools = true;
+  }
+  if (given > 1)
+    throw bad_field(forced_tools ? "tool_choice" : "grammar",
+                    "only one of \"grammar\", \"response_format\" (json_object or json_schema) and a forced tool_choice "
+                    "may shape the output; send one",
+                    "conflicting_fields");
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body_text, bool chat, const RequestLimits& limits) {
@@ -176,19 +270,34 @@ CompletionRequest parse_completion_request(std::string_view body_text, bool chat
   if (chat) {
     r.messages = parse_messages(body, limits);
     r.tools = parse_tools(body);
-    // tool_choice: "auto" (the default with tools) and "none" (the model is not shown the tools,
-    // as vLLM's --exclude-tools-when-tool-choice-none); forcing a call ("required", a named
-    // function) needs constrained decoding, which this server does not have.
+    // tool_choice: "auto" (the default with tools), "none" (the model is not shown the tools, as
+    // vLLM's --exclude-tools-when-tool-choice-none), "required" (at least one call to any of
+    // them) or {"type": "function", "function": {"name": ...}} (calls to that one): the forced
+    // forms constrain the answer to the call markup with each tool's parameter schema.
+    json forced = nullptr;
     if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
-      if (!tc->is_string() && !tc->is_object()) throw wrong_type("tool_choice", "\"auto\", \"none\" or an object", *tc);
+      if (!tc->is_string() && !tc->is_object()) throw wrong_type("tool_choice", "\"auto\", \"none\", \"required\" or an object", *tc);
       if (*tc == "none") {
         r.tools = nullptr;
+      } else if (*tc == "required") {
+        if (!r.tools.is_array() || r.tools.empty()) throw bad_field("tool_choice", "\"required\" needs \"tools\"; send the tools to call", "missing_field");
+        forced = r.tools;
+      } else if (tc->is_object()) {
+        auto fn = tc->find("function");
+        auto name = fn != tc->end() && fn->is_object() ? fn->find("name") : tc->end();
+        if (tc->value("type", json()) != "function" || fn == tc->end() || !fn->is_object() || name == fn->end() || !name->is_string())
+          throw bad_field("tool_choice", "expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        if (r.tools.is_array())
+          for (const json& t : r.tools)
+            if (t["function"]["name"] == *name) forced = json::array({t});
+        if (forced.is_null())
+          throw bad_field("tool_choice", "names the function '" + name->get<std::string>() + "', which is not in \"tools\"",
+                          "unknown_tool");
       } else if (*tc != "auto") {
-        throw bad_field("tool_choice", "forcing a tool call (\"required\" or a named function) is not supported by this "
-                                       "server; use \"auto\" or \"none\"",
-                        "unsupported_value");
+        throw bad_field("tool_choice", "'" + tc->get<std::string>() + "' is not a choice; use \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}");
       }
     }
+    parse_constraints(body, r, forced.is_null() ? nullptr : &forced);
   } else {
     auto p = body.find("prompt");
     if (p == body.end()) throw bad_field("prompt", "missing; send the prompt text", "missing_field");
@@ -203,6 +312,7 @@ CompletionRequest parse_completion_request(std::string_view body_text, bool chat
     }
     if (r.prompt.empty()) throw bad_field("prompt", "empty; send some text", "empty_prompt");
     boolean(body, "echo", r.echo);
+    parse_constraints(body, r, nullptr);
   }
 
   nlp::SamplingOptions& s = r.generate.sampling;

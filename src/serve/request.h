@@ -39,6 +39,10 @@ struct CompletionRequest {
   bool logprobs = false;
   int64_t top_logprobs = 0;
   bool echo = false;              // completions: echo the prompt
+  // Constrained decoding (NOTE [Grammars]): set in generate.grammar from `grammar` (GBNF),
+  // `response_format` (json_object, json_schema) or a forced tool call; forced_tools says the
+  // last, so the server serves the tools even when the chat template does not render them.
+  bool forced_tools = false;
 };
 
 // `chat` selects which body is expected. Throws ApiError.

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 namespace {
 
@@ -104,6 +105,38 @@ TEST(GenerateCli, GreedyTextIdsStopAndMemory) {
   const std::string s1 = run("generate --prompt 'Once upon a time' --max-tokens 8 --seed 7 --print-ids").out;
   EXPECT_EQ(s1, run("generate --prompt 'Once upon a time' --max-tokens 8 --seed 7 --print-ids").out);
   EXPECT_EQ(nlohmann::json::parse(s1)["ids"].size(), 8u);
+}
+
+// --grammar-file and --json-schema-file (NOTE [Grammars]): the text is in the grammar's language
+// (checked with std::regex, JSON parsed), and a bad file is exit 2 naming the file and the line.
+TEST(GenerateCli, GrammarAndSchemaFiles) {
+  if (const std::string why = model_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = std::filesystem::temp_directory_path() / ("spore_grammar_cli." + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "answer.gbnf") << "root ::= \" \" (\"Paris\" | \"Lyon\") \", a city of \" [0-9]{1,2} \" million.\"\n";
+  CliRun r = run("generate --prompt 'The capital of France is' --max-tokens 30 --temperature 0 --print-ids --grammar-file " +
+                 (dir / "answer.gbnf").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(std::regex_match(j["text"].get<std::string>(), std::regex(" (Paris|Lyon), a city of [0-9]{1,2} million\\.")))
+      << j["text"];
+  EXPECT_EQ(j["finish"], "stop");
+  std::ofstream(dir / "schema.json") << R"({"type":"object","properties":{"city":{"type":"string","maxLength":12},
+      "people":{"type":"integer","minimum":0,"maximum":99}},"required":["city","people"],"additionalProperties":false})";
+  r = run("generate --chat --prompt 'The capital of France as JSON' --max-tokens 60 --temperature 0 --print-ids "
+          "--json-schema-file " + (dir / "schema.json").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  const auto obj = nlohmann::json::parse(j["text"].get<std::string>());
+  EXPECT_TRUE(obj["city"].is_string() && obj["people"].is_number_integer()) << obj;
+  std::ofstream(dir / "bad.gbnf") << "root ::= item\nitem ::= item \"x\" | \"y\"\n";
+  r = run("generate --prompt hi --max-tokens 4 --grammar-file " + (dir / "bad.gbnf").string());
+  EXPECT_EQ(r.status, 2);
+  for (const char* part : {"bad.gbnf", "left-recursive", "item"}) EXPECT_NE(r.err.find(part), std::string::npos) << part << " in " << r.err;
+  r = run("generate --prompt hi --max-tokens 4 --grammar-file " + (dir / "missing.gbnf").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("missing.gbnf"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(GenerateCli, ChatFromStdinWithResetAndExit) {

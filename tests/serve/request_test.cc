@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "nlp/grammar/matcher.h"
 #include "serve/request.h"
 
 namespace spore::serve {
@@ -116,16 +117,40 @@ TEST(ServeRequest, ErrorCatalogue) {
       {R"({"prompt":"a","logprobs":-1})", false, "logprobs", "invalid_value"},
       {R"({"prompt":"a","echo":1})", false, "echo", "invalid_type"},
       {R"({"messages":[{"role":"user","content":"a"}],"ignore_eos":"no"})", true, "ignore_eos", "invalid_type"},
-      // Tools: OpenAI's shape and its limit of 128; forcing a call is not something this server can do.
+      // Tools: OpenAI's shape and its limit of 128.
       {R"({"messages":[{"role":"user","content":"a"}],"tools":{"type":"function"}})", true, "tools", "invalid_type"},
       {R"({"messages":[{"role":"user","content":"a"}],"tools":[1]})", true, "tools[0]", "invalid_type"},
       {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"retrieval"}]})", true, "tools[0].type", "invalid_value"},
       {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{}}]})", true,
        "tools[0].function.name", "missing_field"},
       {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})", true, "tools[0].function", "missing_field"},
-      {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"required"})", true, "tool_choice", "unsupported_value"},
+      // Forcing a call (issue 29): it needs the tools, and a named function must be one of them.
+      {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"required"})", true, "tool_choice", "missing_field"},
       {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":{"type":"function","function":{"name":"f"}}})", true,
-       "tool_choice", "unsupported_value"},
+       "tool_choice", "unknown_tool"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"g"}}],
+          "tool_choice":{"type":"function","function":{"name":"f"}}})", true, "tool_choice", "unknown_tool"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"sometimes"})", true, "tool_choice", "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"g",
+          "parameters":{"type":"object","properties":{"x":{"type":"string","pattern":"(a*)*"}}}}}],"tool_choice":"required"})",
+       true, "tools[0].function.parameters", "invalid_json_schema"},
+      // Constrained decoding (issue 29): GBNF and schemas are untrusted input.
+      {R"({"prompt":"a","grammar":"root ::= root \"x\""})", false, "grammar", "invalid_grammar"},
+      {R"({"prompt":"a","grammar":"root ::= undefined-rule"})", false, "grammar", "invalid_grammar"},
+      {R"({"prompt":"a","grammar":"root ::= \"(\" root \")\""})", false, "grammar", "invalid_grammar"},
+      {R"({"prompt":"a","grammar":7})", false, "grammar", "invalid_type"},
+      {R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"xml"}})", true, "response_format.type",
+       "invalid_value"},
+      {R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_schema"}})", true,
+       "response_format.json_schema", "missing_field"},
+      {R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_schema","json_schema":{"name":"x"}}})",
+       true, "response_format.json_schema.schema", "missing_field"},
+      {R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_schema","json_schema":{"schema":
+          {"type":"string","pattern":"^(a|aa)+(b+)+$"}}}})", true, "response_format.json_schema.schema", "invalid_json_schema"},
+      {R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_schema","json_schema":{"schema":
+          {"type":"object","not":{}}}}})", true, "response_format.json_schema.schema", "invalid_json_schema"},
+      {R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_object"},"grammar":"root ::= \"a\""})",
+       true, "grammar", "conflicting_fields"},
       {R"({"messages":[{"role":"user","content":"a"}],"tool_choice":3})", true, "tool_choice", "invalid_type"},
       {R"({"messages":[{"role":"assistant","tool_calls":[[1]]}]})", true, "messages[0].tool_calls[0]", "invalid_type"},
   };
@@ -244,4 +269,49 @@ TEST(ServeRequest, AcceptedSpellingsOfDefaults) {
 }
 
 }  // namespace
+
+// The constraint fields compile into GenerateOptions::grammar; what each accepts is checked on
+// the compiled grammar itself.
+bool grammar_accepts(const nlp::GenerateOptions& o, std::string_view text) {
+  if (!o.grammar) return false;
+  auto s = nlp::detail::GrammarState::start(o.grammar->impl());
+  return s.feed(o.grammar->impl(), text) && s.accepting();
+}
+
+TEST(ServeRequest, ConstraintFieldsBecomeTheGrammar) {
+  const RequestLimits limits{"", 512, 2048};
+  auto chat = [&](const std::string& extra) {
+    return parse_completion_request(R"({"messages":[{"role":"user","content":"a"}],)" + extra + "}", true, limits);
+  };
+  EXPECT_FALSE(chat(R"("response_format":{"type":"text"})").generate.grammar);
+  const CompletionRequest obj = chat(R"("response_format":{"type":"json_object"})");
+  EXPECT_TRUE(grammar_accepts(obj.generate, R"({"a": [1, {"b": null}]})"));
+  EXPECT_FALSE(grammar_accepts(obj.generate, "```json\n{}\n```"));
+  const CompletionRequest schema = chat(R"("response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,
+      "schema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}}})");
+  EXPECT_TRUE(grammar_accepts(schema.generate, R"({"n": -12})"));
+  EXPECT_FALSE(grammar_accepts(schema.generate, R"({"n": "12"})"));
+  const CompletionRequest g = parse_completion_request(R"({"prompt":"a","grammar":"root ::= [0-9]+ \"!\""})", false, limits);
+  EXPECT_TRUE(grammar_accepts(g.generate, "42!"));
+  EXPECT_FALSE(grammar_accepts(g.generate, "42"));
+  // Forced tool calls: Hermes markup naming a declared tool, arguments under its schema, several
+  // calls unless parallel_tool_calls is false.
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}},
+      {"type":"function","function":{"name":"now"}}])";
+  const CompletionRequest req = chat(tools + R"(,"tool_choice":"required")");
+  EXPECT_TRUE(req.forced_tools);
+  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  const std::string now = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+  EXPECT_TRUE(grammar_accepts(req.generate, call));
+  EXPECT_TRUE(grammar_accepts(req.generate, call + "\n" + now));
+  EXPECT_FALSE(grammar_accepts(req.generate, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(grammar_accepts(req.generate, "Sure! " + call));
+  const CompletionRequest named = chat(tools + R"(,"tool_choice":{"type":"function","function":{"name":"now"}},"parallel_tool_calls":false)");
+  EXPECT_TRUE(grammar_accepts(named.generate, now));
+  EXPECT_FALSE(grammar_accepts(named.generate, call));
+  EXPECT_FALSE(grammar_accepts(named.generate, now + "\n" + now));
+  EXPECT_FALSE(chat(tools + R"(,"tool_choice":"auto")").generate.grammar);
+}
+
 }  // namespace spore::serve

@@ -2,6 +2,7 @@
 //   spore generate [--model PATH] --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]
 //                  [--top-p P] [--min-p P] [--seed S] [--stop S]... [--repeat-penalty R]
 //                  [--chat] [--max-memory BYTES] [--context N] [--print-ids]
+//                  [--grammar-file GBNF | --json-schema-file SCHEMA]  (also for chat: NOTE [Grammars])
 //       streams the continuation to stdout; a figures line (prompt tokens, prefill and decode
 //       tokens/s, first-token ms, memory) goes to stderr. --print-ids prints instead one JSON
 //       line {"prompt_ids", "ids", "text", "finish"} (tools/compare_llama_cpp.py reads it).
@@ -13,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +45,7 @@ struct ModelArgs {
   std::string kv_cache = "f16";
   std::string numerics = "auto";
   uint64_t seed = 0;
+  std::string grammar_file, json_schema_file;  // constrained decoding (NOTE [Grammars])
   CLI::Option *temperature_opt = nullptr, *top_k_opt = nullptr, *top_p_opt = nullptr, *min_p_opt = nullptr,
               *repeat_opt = nullptr, *seed_opt = nullptr, *max_memory_opt = nullptr;
 
@@ -61,6 +65,9 @@ struct ModelArgs {
     cmd->add_option("--presence-penalty", presence_penalty, "OpenAI presence penalty (0: off)");
     cmd->add_option("--frequency-penalty", frequency_penalty, "OpenAI frequency penalty (0: off)");
     seed_opt = cmd->add_option("--seed", seed, "Random seed (the same seed gives the same text)");
+    cmd->add_option("--grammar-file", grammar_file, "Generate only text this GBNF grammar (llama.cpp's syntax, start rule root) accepts");
+    cmd->add_option("--json-schema-file", json_schema_file, "Generate only JSON this JSON Schema accepts (OpenAI's subset)")
+        ->excludes(cmd->get_option("--grammar-file"));
     cmd->add_option("--threads", threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
     cmd->add_option("--kv-cache", kv_cache, "KV cache dtype: f16, bf16 or f32")
         ->check(CLI::IsMember({"f16", "bf16", "f32"}))
@@ -110,7 +117,24 @@ struct ModelArgs {
     s.frequency_penalty = frequency_penalty;
     s.penalty_last_n = repeat_last_n;
     if (seed_opt->count()) s.seed = seed;
+    o.grammar = grammar();
     return o;
+  }
+
+  // The compiled grammar of --grammar-file or --json-schema-file (null without either); kIO when
+  // the file cannot be read, kValue naming the line or keyword when it is not valid.
+  std::shared_ptr<const nlp::Grammar> grammar() const {
+    if (grammar_file.empty() && json_schema_file.empty()) return nullptr;
+    const std::string& path = grammar_file.empty() ? json_schema_file : grammar_file;
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error(ErrorCode::kIO, "cannot read " + path + " (given to " +
+                                            (grammar_file.empty() ? "--json-schema-file" : "--grammar-file") + ")");
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    try {
+      return nlp::Grammar::from_gbnf(grammar_file.empty() ? nlp::json_schema_to_gbnf(text) : text);
+    } catch (const Error& e) {
+      throw Error(e.code(), path + ": " + e.what());
+    }
   }
 
   nlp::EngineOptions engine_options() const {

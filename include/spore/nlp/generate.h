@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "spore/nlp/grammar.h"
 #include "spore/nlp/model.h"
 
 namespace spore::nlp {
@@ -42,8 +43,12 @@ struct SamplingOptions {
 // and filters). GenerateOptions::apply_model_defaults fills a field from the model's
 // generation_config.json only where it still holds the default value above.
 
-enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
-const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+// kGrammarDeadEnd: the grammar allows no token here (none of the vocabulary continues the text
+// and it is not a complete sentence, or its parse stacks passed GrammarLimits::max_stacks:
+// SequenceEvent::error says so), so the sequence ends rather than waiting forever.
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError, kGrammarDeadEnd };
+// "stop", "length", "cancelled", "error", "grammar_dead_end"
+const char* finish_reason_name(FinishReason r);
 
 struct GenerateOptions {
   SamplingOptions sampling;
@@ -52,6 +57,10 @@ struct GenerateOptions {
   std::vector<int32_t> eos_ids;   // empty: the model's (config, generation_config.json, GGUF)
   bool ignore_eos = false;
   bool apply_model_defaults = true;  // start from LoadedModel::generation
+  // Constrained decoding (NOTE [Grammars]): each step samples only tokens that continue a
+  // sentence of the grammar; EOS only once the text is one; a text that is complete with nothing
+  // able to follow ends as kStop. Needs the model's tokenizer.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 struct TokenLogprob {
@@ -69,7 +78,8 @@ struct SequenceEvent {
   float logprob = 0;             // when SamplingOptions::logprobs or top_logprobs
   std::vector<TokenLogprob> top_logprobs;
   FinishReason finished = FinishReason::kNone;
-  std::string error;  // kError: what went wrong (a NaN logit, ...); the other sequences go on
+  std::string error;  // kError: what went wrong (a NaN logit, ...); the other sequences go on.
+                      // kGrammarDeadEnd: set when the grammar's state exploded
 };
 
 // prompt_ms: from the sequence's first prefill step to its first token (the prefill's speed);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nlp/generate/memory_plan.h"
+#include "nlp/grammar/matcher.h"
 #include "nlp/generate/prefix_cache.h"
 #include "nlp/generate/sampler.h"
 #include "nlp/generate/stop_text.h"
@@ -47,6 +48,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::kLength: return "length";
     case FinishReason::kCancelled: return "cancelled";
     case FinishReason::kError: return "error";
+    case FinishReason::kGrammarDeadEnd: return "grammar_dead_end";
   }
   return "?";
 }
@@ -68,6 +70,7 @@ struct Sequence {
   detail::Sampler sampler;
   std::optional<StreamDecoder> stream;
   detail::StopText stop;
+  std::optional<detail::GrammarMatcher> grammar;  // NOTE [Grammars]
   int32_t slot = -1;
   int64_t fed = 0;              // tokens written into the slot's cache rows
   int64_t generated = 0;        // tokens sampled so far (EOS included)
@@ -92,6 +95,7 @@ struct Engine::Impl {
   std::unique_ptr<KvCache> cache;
   std::vector<bool> slot_used;
   std::optional<detail::PrefixCache> prefix;  // what each slot's rows hold (NOTE [Prefix cache])
+  std::shared_ptr<const detail::TokenTrie> trie;  // the vocabulary's bytes, made for the first grammar
   std::deque<std::unique_ptr<Sequence>> queue;
   std::vector<std::unique_ptr<Sequence>> active;  // in admission order: the chunks' order
   std::map<uint64_t, Timings> finished;
@@ -182,6 +186,13 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options
   s->options.sampling = so;
   s->eos = options.eos_ids.empty() ? m.model_eos : options.eos_ids;
   if (m.tokenizer) s->stream.emplace(*m.tokenizer);
+  if (options.grammar) {
+    if (!m.tokenizer)
+      throw Error(ErrorCode::kValue, "generate: a grammar needs the model's tokenizer (to know each token's text), "
+                                     "and this model has none");
+    if (!m.trie) m.trie = std::make_shared<const detail::TokenTrie>(detail::token_bytes(*m.tokenizer), m.vocab);
+    s->grammar.emplace(options.grammar, m.trie, options.ignore_eos ? std::vector<int32_t>{} : s->eos);
+  }
   for (int32_t t : prompt) s->sampler.accept(t);
   s->prompt = std::move(prompt);
   s->timings.prompt_tokens = (int64_t)s->prompt.size();
@@ -195,7 +206,29 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options
 SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row) {
   SequenceEvent ev;
   ev.sequence = s.id;
-  const detail::Draw d = s.sampler.sample(row);
+  const std::vector<uint64_t>* mask = nullptr;
+  if (s.grammar) {
+    // NOTE [Grammars]: no allowed token is a dead end; it ends the sequence, never waits.
+    try {
+      mask = &s.grammar->allowed();
+    } catch (const Error& e) {  // the grammar's parse stacks exploded (GrammarLimits::max_stacks)
+      ev.finished = FinishReason::kGrammarDeadEnd;
+      ev.error = e.what();
+      return ev;
+    }
+    if (std::all_of(mask->begin(), mask->end(), [](uint64_t w) { return w == 0; })) {
+      ev.finished = s.grammar->accepting() ? FinishReason::kStop : FinishReason::kGrammarDeadEnd;
+      bool matched = false;
+      if (s.stream) ev.text = s.stop.push(s.stream->finish(), &matched);
+      if (!matched) ev.text += s.stop.flush();
+      return ev;
+    }
+  }
+  const detail::Draw d = s.sampler.sample(row, mask);
+  if (mask && !detail::GrammarMatcher::test(*mask, d.id)) {  // every allowed logit was -inf
+    ev.finished = FinishReason::kGrammarDeadEnd;
+    return ev;
+  }
   s.sampler.accept(d.id);
   ++s.generated;
   s.timings.generated_tokens = s.generated;
@@ -222,8 +255,14 @@ SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row) {
     ev.finished = FinishReason::kStop;
     return ev;
   }
+  if (s.grammar) s.grammar->accept(d.id);
   if (s.stream) ev.text = s.stop.push(s.stream->push(d.id), &matched);
   if (matched) {
+    ev.finished = FinishReason::kStop;
+    return ev;
+  }
+  if (s.grammar && s.grammar->finished()) {  // a complete sentence that nothing can extend
+    drain();
     ev.finished = FinishReason::kStop;
     return ev;
   }

@@ -164,8 +164,14 @@ std::vector<double> Sampler::distribution(std::span<const float> logits) const {
 
 double Sampler::uniform() { return (double)(rng_() >> 11) * 0x1.0p-53; }
 
-Draw Sampler::sample(std::span<const float> logits) {
-  const std::vector<double> l = penalised(logits);
+Draw Sampler::sample(std::span<const float> logits, const std::vector<uint64_t>* allowed) {
+  std::vector<double> l = penalised(logits);
+  if (allowed) {
+    if (allowed->size() * 64 < l.size())
+      throw Error(ErrorCode::kInternal, "sampler: a token mask shorter than the vocabulary");
+    for (size_t i = 0; i < l.size(); ++i)
+      if (!(((*allowed)[i >> 6] >> (i & 63)) & 1)) l[i] = -std::numeric_limits<double>::infinity();
+  }
   Draw d;
   if (o_.temperature == 0) {
     d.id = argmax(l);

@@ -34,8 +34,9 @@ class Sampler {
   // Records a token the model saw (prompt or generated) in the penalty window.
   void accept(int32_t token);
 
-  // Samples one token from a logits row of `vocab` floats. kValue for a NaN logit.
-  Draw sample(std::span<const float> logits);
+  // Samples one token from a logits row of `vocab` floats. kValue for a NaN logit. `allowed`, when
+  // given, is a bit per id (a grammar's mask): the other ids are dropped before the filters.
+  Draw sample(std::span<const float> logits, const std::vector<uint64_t>* allowed = nullptr);
 
   // The probability of every id after penalties, filters and temperature (one-hot on the argmax
   // for temperature 0): what sample() draws from. For tests and diagnostics.
