@@ -1,0 +1,97 @@
+// `spore perplexity` against llama.cpp's own llama-perplexity (NOTE [Perplexity]): the figures
+// tools/make_perplexity_fixtures.py recorded in tests/fixtures/perplexity/llama_cpp_ppl.json for
+// the embedded SmolLM2 (scripts/fetch-model.sh) and its re-quantizations by llama-quantize
+// (build/peers/ppl-models/, made by the same tool) must agree within 0.5%. Files not present are
+// skipped, saying why; usage errors need no model.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSpore = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+const fs::path kSource = SPORE_SOURCE_DIR;
+
+struct CliRun {
+  int status = 0;
+  std::string out, err;
+};
+
+CliRun run(const std::string& args) {
+  const std::string err = (fs::temp_directory_path() / ("spore_ppl_cli." + std::to_string(::getpid()) + ".err")).string();
+  FILE* p = popen((kSpore + " " + args + " 2>" + err).c_str(), "r");
+  CliRun r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  r.status = WEXITSTATUS(pclose(p));
+  std::ifstream e(err);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err);
+  return r;
+}
+
+nlohmann::json last_json_line(const std::string& out) {
+  const size_t end = out.find_last_not_of('\n');
+  const size_t begin = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin + 1)));
+}
+
+TEST(PerplexityCli, UsageErrorsNeedNoModel) {
+  ASSERT_TRUE(fs::exists(kSpore)) << "build spore_cli first";
+  CliRun r = run("perplexity --ctx 128");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--file"), std::string::npos) << r.err;
+  r = run("perplexity --file /nonexistent/text.txt --model " + (kSource / "tests/fixtures/llm/llama/hf").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("/nonexistent/text.txt"), std::string::npos) << r.err;
+  r = run("perplexity --file x --ctx 0");
+  EXPECT_EQ(r.status, 2);
+  r = run("perplexity --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("spore perplexity --model"), std::string::npos) << r.out;
+}
+
+TEST(PerplexityCli, MatchesLlamaPerplexityWithinHalfAPercent) {
+  std::ifstream in(kSource / "tests/fixtures/perplexity/llama_cpp_ppl.json");
+  ASSERT_TRUE(in) << "tests/fixtures/perplexity/llama_cpp_ppl.json is missing";
+  const auto fixture = nlohmann::json::parse(in);
+  const std::string text = (kSource / fixture.at("text").get<std::string>()).string();
+  int compared = 0;
+  std::string skipped;
+  for (const auto& run_ref : fixture.at("runs")) {
+    const fs::path model = kSource / run_ref.at("file").get<std::string>();
+    const std::string ftype = run_ref.at("ftype");
+    if (!fs::exists(model)) {
+      skipped += " " + ftype;
+      continue;
+    }
+    const int64_t ctx = run_ref.at("ctx");
+    const CliRun r = run("perplexity --model " + model.string() + " --file " + text + " --ctx " + std::to_string(ctx));
+    ASSERT_EQ(r.status, 0) << ftype << ": " << r.err;
+    const auto got = last_json_line(r.out);
+    const double want = run_ref.at("ppl");
+    EXPECT_EQ(got.at("chunks").get<int64_t>(), run_ref.at("chunks").get<int64_t>()) << ftype;
+    EXPECT_NEAR(got.at("ppl").get<double>() / want, 1.0, 0.005)
+        << ftype << ": spore " << got.at("ppl") << ", llama.cpp " << want;
+    EXPECT_NEAR(got.at("ppl_error").get<double>() / run_ref.at("ppl_error").get<double>(), 1.0, 0.02) << ftype;
+    // The human-readable lines: one per chunk, then the estimate with its error bar.
+    EXPECT_NE(r.out.find("Final estimate: PPL = "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[1/" + std::to_string(run_ref.at("chunks").get<int64_t>()) + "]"), std::string::npos);
+    std::printf("[ ppl      ] %-16s spore %.4f  llama.cpp %.4f  (%+.3f%%)\n", ftype.c_str(), got.at("ppl").get<double>(),
+                want, 100 * (got.at("ppl").get<double>() / want - 1));
+    ++compared;
+  }
+  if (compared == 0)
+    GTEST_SKIP() << "none of the fixture's models is here (" << skipped
+                 << "): bash scripts/fetch-model.sh; python3 tools/make_perplexity_fixtures.py for the others";
+}
+
+}  // namespace
