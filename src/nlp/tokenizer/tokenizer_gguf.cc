@@ -1,6 +1,8 @@
 // Tokenizer::from_gguf: the same pipelines built from llama.cpp's `tokenizer.ggml.*` metadata.
 //   llama: SentencePiece BPE merged by score (not merges), byte fallback, "▁" for spaces;
-//   gpt2:  byte-level BPE merged by rank, the pre-tokenizer regex chosen by tokenizer.ggml.pre.
+//   gpt2:  byte-level BPE merged by rank, the pre-tokenizer regexes chosen by tokenizer.ggml.pre
+//          (gguf_pre_table.cc).
+#include "nlp/tokenizer/gguf_pre_table.h"
 #include "nlp/tokenizer/pipeline.h"
 #include "nlp/tokenizer/utf8.h"
 #include "spore/error.h"
@@ -16,24 +18,6 @@ namespace {
 enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 const char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
-
-// The pre-tokenizer regexes of the `tokenizer.ggml.pre` names this reader knows (as in the models'
-// tokenizer.json files).
-const char* pre_pattern(const std::string& pre, bool& nfc, bool& ignore_merges) {
-  nfc = false;
-  ignore_merges = false;
-  if (pre == "default" || pre == "gpt-2" || pre == "gpt2")
-    return "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-  if (pre == "qwen2") {
-    nfc = true;
-    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-  }
-  if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "smaug-bpe") {
-    ignore_merges = true;
-    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-  }
-  return nullptr;
-}
 
 std::optional<int32_t> optional_id(const GgufFile& g, const char* key, size_t vocab) {
   const GgufValue* v = g.find(key);
@@ -78,6 +62,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
       throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.tokens[" +
                                           std::to_string(id) + "] is not valid UTF-8");
   BpeModel& model = t->model;
+  const GgufPreTokenizer* pre_row = nullptr;  // gpt2 kind only
   model.vocab.reserve(n);
   for (size_t id = 0; id < n; ++id) {
     // Control, unused and byte tokens never come out of merging (SentencePiece keeps them out of
@@ -125,25 +110,18 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   } else {
     model.order = BpeModel::Order::kRank;
     model.byte_level = true;
+    // NOTE [GGUF pre-tokenizers]: one table row per llama.cpp name; no name is llama.cpp's default.
     const std::string pre = g.contains("tokenizer.ggml.pre") ? g.get_string("tokenizer.ggml.pre") : "default";
-    bool nfc = false, ignore_merges = false;
-    if (pre == "smollm") {
-      // SmolLM / SmolLM2's tokenizer.json: Digits (one by one), then ByteLevel with GPT-2's regex.
-      t->pre_tokenizers.emplace_back(PreDigits{true});
-      bool unused_nfc, unused_ignore;
-      t->pre_tokenizers.emplace_back(PreByteLevel{
-          false, Regex(pre_pattern("gpt2", unused_nfc, unused_ignore), false, "tokenizer.ggml.pre")});
-    } else {
-      const char* pattern = pre_pattern(pre, nfc, ignore_merges);
-      if (!pattern)
-        throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
-                                                 "' is not implemented (supported: default, gpt-2, "
-                                                 "qwen2, llama-bpe, smollm); use the model's tokenizer.json");
-      t->pre_tokenizers.emplace_back(PreSplit{Regex(pattern, false, "tokenizer.ggml.pre"), SplitBehavior::kIsolated, false});
-      t->pre_tokenizers.emplace_back(PreByteLevel{false, std::nullopt});
-    }
-    if (nfc) t->normalizers.emplace_back(NormUnicode{UnicodeForm::kNFC});
-    model.ignore_merges = ignore_merges;
+    pre_row = find_gguf_pre_tokenizer(pre);
+    if (!pre_row)
+      throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
+                                               "' is not implemented (supported: " + gguf_pre_tokenizer_names() +
+                                               "); use the model's tokenizer.json instead");
+    for (const char* re : pre_row->regexes)
+      t->pre_tokenizers.emplace_back(PreSplit{Regex(re, false, "tokenizer.ggml.pre '" + pre + "'"), SplitBehavior::kIsolated, false});
+    t->pre_tokenizers.emplace_back(PreByteLevel{false, std::nullopt});
+    if (pre_row->nfc) t->normalizers.emplace_back(NormUnicode{UnicodeForm::kNFC});
+    model.ignore_merges = pre_row->ignore_merges;
     const auto& table = byte_to_unicode();
     for (int b = 0; b < 256; ++b) {
       std::string key;
@@ -172,7 +150,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     t->has_decoder = true;
     t->decoders.emplace_back(DecByteLevel{});
   }
-  const bool add_bos = bool_or(g, "tokenizer.ggml.add_bos_token", kind == "llama");
+  const bool add_bos = bool_or(g, "tokenizer.ggml.add_bos_token", kind == "llama" || (pre_row && pre_row->add_bos));
   const bool add_eos = bool_or(g, "tokenizer.ggml.add_eos_token", false);
   PostTemplate post;
   if (add_bos && t->bos) post.single.push_back(*t->bos);
