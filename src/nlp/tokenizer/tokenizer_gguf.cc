@@ -5,6 +5,7 @@
 #include "nlp/tokenizer/gguf_pre_table.h"
 #include "nlp/tokenizer/pipeline.h"
 #include "nlp/tokenizer/utf8.h"
+#include "nlp/tokenizer/wordpiece.h"
 #include "spore/error.h"
 #include "spore/gguf.h"
 
@@ -35,13 +36,38 @@ bool bool_or(const GgufFile& g, const char* key, bool fallback) {
   return g.find(key) ? g.get_bool(key) : fallback;
 }
 
+// BERT's pipeline as llama.cpp's WordPiece session runs it: NFD with accents (Mn) dropped,
+// lower case, control characters removed; words split at whitespace (dropped) and around each
+// punctuation mark, ASCII symbol and CJK ideograph; then WordPiece.
+void build_wordpiece(const GgufFile& g, Tokenizer::Impl& t, StringIdMap vocab, std::optional<int32_t> unk) {
+  const std::string field = "GGUF file '" + g.source() + "': bert tokenizer";
+  t.normalizers.emplace_back(NormUnicode{UnicodeForm::kNFD});
+  t.normalizers.emplace_back(NormReplace{Regex("\\p{Mn}", false, field), ""});
+  t.normalizers.emplace_back(NormLowercase{});
+  t.normalizers.emplace_back(NormReplace{Regex("(?![\\t\\n\\v\\f\\r\\x{85}])[\\p{Cc}\\x{FFFD}]", false, field), ""});
+  t.pre_tokenizers.emplace_back(PreSplit{Regex("\\s+", false, field), SplitBehavior::kRemoved, false});
+  t.pre_tokenizers.emplace_back(PreSplit{
+      Regex("[\\p{P}$+<=>^`|~\\x{3400}-\\x{4DBF}\\x{4E00}-\\x{9FFF}\\x{F900}-\\x{FAFF}\\x{20000}-\\x{2A6DF}"
+            "\\x{2A700}-\\x{2B73F}\\x{2B740}-\\x{2B81F}\\x{2B920}-\\x{2CEAF}\\x{2F800}-\\x{2FA1F}]",
+            false, field),
+      SplitBehavior::kIsolated, false});
+  WordPieceModel wp;
+  for (const auto& [text, id] : vocab) wp.max_piece_bytes = std::max(wp.max_piece_bytes, text.size());
+  wp.vocab = std::move(vocab);
+  wp.unk = unk;
+  t.wordpiece = std::move(wp);
+  t.has_decoder = true;
+  t.decoders.emplace_back(DecReplace{kSpace, " "});
+  t.decoders.emplace_back(DecStrip{" ", 1, 0});
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   const std::string kind = g.get_string("tokenizer.ggml.model");
-  if (kind != "llama" && kind != "gpt2")
+  if (kind != "llama" && kind != "gpt2" && kind != "bert")
     throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" +
-                                             kind + "' is not implemented (supported: llama, gpt2)");
+                                             kind + "' is not implemented (supported: llama, gpt2, bert)");
   auto t = std::make_shared<Impl>();
   t->source = g.source();
   t->tokens = g.get_strings("tokenizer.ggml.tokens");
@@ -63,12 +89,16 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
                                           std::to_string(id) + "] is not valid UTF-8");
   BpeModel& model = t->model;
   const GgufPreTokenizer* pre_row = nullptr;  // gpt2 kind only
+  StringIdMap wordpiece_vocab;                // bert kind only
   model.vocab.reserve(n);
   for (size_t id = 0; id < n; ++id) {
     // Control, unused and byte tokens never come out of merging (SentencePiece keeps them out of
     // its pieces); user-defined tokens are matched whole, as added tokens.
     const bool mergeable = kind == "gpt2" ? true : (types[id] == kNormal || types[id] == kUnknown);
-    if (mergeable && types[id] != kUnknown) model.vocab.emplace(t->tokens[id], (int32_t)id);
+    if (kind == "bert")
+      wordpiece_vocab.emplace(t->tokens[id], (int32_t)id);  // every token, as llama.cpp's text_to_token
+    else if (mergeable && types[id] != kUnknown)
+      model.vocab.emplace(t->tokens[id], (int32_t)id);
     if (types[id] == kControl || types[id] == kUserDefined) {
       AddedToken a;
       a.id = (int32_t)id;
@@ -80,6 +110,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   t->bos = optional_id(g, "tokenizer.ggml.bos_token_id", n);
   t->eos = optional_id(g, "tokenizer.ggml.eos_token_id", n);
   t->pad = optional_id(g, "tokenizer.ggml.padding_token_id", n);
+  if (kind == "bert" && !t->bos) t->bos = optional_id(g, "tokenizer.ggml.cls_token_id", n);  // BERT's [CLS]
   model.unk = optional_id(g, "tokenizer.ggml.unknown_token_id", n);
   if (kind == "llama") {
     model.order = BpeModel::Order::kScore;
@@ -107,6 +138,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     t->decoders.emplace_back(DecByteFallback{});
     t->decoders.emplace_back(DecFuse{});
     if (prefix) t->decoders.emplace_back(DecStrip{" ", 1, 0});
+  } else if (kind == "bert") {
+    build_wordpiece(g, *t, std::move(wordpiece_vocab), model.unk);
   } else {
     model.order = BpeModel::Order::kRank;
     model.byte_level = true;
@@ -150,12 +183,15 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     t->has_decoder = true;
     t->decoders.emplace_back(DecByteLevel{});
   }
-  const bool add_bos = bool_or(g, "tokenizer.ggml.add_bos_token", kind == "llama" || (pre_row && pre_row->add_bos));
+  const bool add_bos = bool_or(g, "tokenizer.ggml.add_bos_token", kind == "llama" || kind == "bert" || (pre_row && pre_row->add_bos));
   const bool add_eos = bool_or(g, "tokenizer.ggml.add_eos_token", false);
   PostTemplate post;
   if (add_bos && t->bos) post.single.push_back(*t->bos);
   post.single.push_back(-1);
   if (add_eos && t->eos) post.single.push_back(*t->eos);
+  if (kind == "bert")  // [CLS] text [SEP], llama.cpp's add_sep
+    if (auto sep = optional_id(g, "tokenizer.ggml.seperator_token_id", n); sep && bool_or(g, "tokenizer.ggml.add_sep_token", true))
+      post.single.push_back(*sep);
   t->post = std::move(post);
   t->finish();
   return Tokenizer(std::move(t));
