@@ -75,6 +75,7 @@ PerplexityResult perplexity(CausalLM& lm, std::span<const int32_t> tokens, std::
   PerplexityResult result;
   result.tokens = n_tokens;
   result.chunks = n_tokens / ctx;
+  if (options.max_chunks > 0) result.chunks = std::min(result.chunks, options.max_chunks);
   const int64_t first = ctx / 2;
   result.scored_per_chunk = ctx - first - 1;
   // batch >= ctx: batch / ctx chunks side by side (one cache slot each); else one chunk in pieces.

@@ -73,18 +73,23 @@ TEST(PerplexityCli, MatchesLlamaPerplexityWithinHalfAPercent) {
       skipped += " " + ftype;
       continue;
     }
+    // The whole text, as llama-perplexity ran it: partial estimates over a few chunks differ by
+    // up to ~1.5% (llama.cpp's flash attention and prompt kernels round differently; NOTE
+    // [Perplexity]), the figure over all chunks is what the 0.5% is about.
     const int64_t ctx = run_ref.at("ctx");
     const CliRun r = run("perplexity --model " + model.string() + " --file " + text + " --ctx " + std::to_string(ctx));
     ASSERT_EQ(r.status, 0) << ftype << ": " << r.err;
     const auto got = last_json_line(r.out);
     const double want = run_ref.at("ppl");
-    EXPECT_EQ(got.at("chunks").get<int64_t>(), run_ref.at("chunks").get<int64_t>()) << ftype;
+    const int64_t chunks = run_ref.at("chunks");
+    EXPECT_EQ(got.at("chunks").get<int64_t>(), chunks) << ftype;
+    EXPECT_EQ(got.at("running").size(), (size_t)chunks) << ftype;
     EXPECT_NEAR(got.at("ppl").get<double>() / want, 1.0, 0.005)
         << ftype << ": spore " << got.at("ppl") << ", llama.cpp " << want;
     EXPECT_NEAR(got.at("ppl_error").get<double>() / run_ref.at("ppl_error").get<double>(), 1.0, 0.02) << ftype;
     // The human-readable lines: one per chunk, then the estimate with its error bar.
     EXPECT_NE(r.out.find("Final estimate: PPL = "), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("[1/" + std::to_string(run_ref.at("chunks").get<int64_t>()) + "]"), std::string::npos);
+    EXPECT_NE(r.out.find("[" + std::to_string(chunks) + "/" + std::to_string(chunks) + "]"), std::string::npos) << r.out;
     std::printf("[ ppl      ] %-16s spore %.4f  llama.cpp %.4f  (%+.3f%%)\n", ftype.c_str(), got.at("ppl").get<double>(),
                 want, 100 * (got.at("ppl").get<double>() / want - 1));
     ++compared;

@@ -2,6 +2,7 @@
 // (quantized) model file, computed as llama.cpp's llama-perplexity computes it (NOTE
 // [Perplexity]). Progress and the estimate with its error bar for a person, then one JSON line
 // last on stdout for tools (tools/make_perplexity_fixtures.py, tests/nlp/perplexity_cli_test.cc).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,7 +25,7 @@ namespace {
 
 struct PerplexityArgs {
   std::string model, file, kv_cache = "f16", numerics = "auto";
-  int64_t ctx = 512, batch = 0;
+  int64_t ctx = 512, batch = 0, chunks = 0;
   int threads = 0;
   bool allow_unverified = false;
 };
@@ -59,9 +60,11 @@ int run_perplexity(const PerplexityArgs& a) {
   nlp::PerplexityOptions o;
   o.context = a.ctx;
   o.batch = a.batch;
+  o.max_chunks = a.chunks;
   o.kv_dtype = a.kv_cache == "f32" ? DType::kFloat32 : a.kv_cache == "bf16" ? DType::kBFloat16 : DType::kFloat16;
   const auto bos = nlp::perplexity_bos(*m.tokenizer);
-  const int64_t chunks = a.ctx >= 1 ? static_cast<int64_t>(tokens.size()) / a.ctx : 0;
+  int64_t chunks = a.ctx >= 1 ? static_cast<int64_t>(tokens.size()) / a.ctx : 0;
+  if (a.chunks > 0) chunks = std::min(chunks, a.chunks);
   std::printf("perplexity of %s (%s, %s numerics) on %s\n", m.path.filename().string().c_str(), m.format.c_str(),
               m.numerics.c_str(), a.file.c_str());
   std::printf("%zu tokens -> %lld chunks of %lld (the last %lld of each scored), BOS %s\n", tokens.size(),
@@ -111,6 +114,7 @@ void add_perplexity_command(CLI::App& app, Handlers& h) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--batch", a->batch, "Tokens per forward call: below --ctx, or a multiple of it to run chunks side by side (default: --ctx)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--chunks", a->chunks, "Run only the first N chunks (default: all)")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--kv-cache", a->kv_cache, "KV cache dtype: f16 (as llama.cpp), bf16 or f32")
       ->check(CLI::IsMember({"f16", "bf16", "f32"}))

@@ -33,6 +33,7 @@ struct PerplexityOptions {
   // 0: one chunk per call.
   int64_t batch = 0;
   DType kv_dtype = DType::kFloat16;  // llama.cpp's cache is float16
+  int64_t max_chunks = 0;            // run only the first chunks (llama-perplexity's --chunks); 0: all
 };
 
 // The running sums after each chunk: NLL and NLL^2 summed over the tokens scored so far.
