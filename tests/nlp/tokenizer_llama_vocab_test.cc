@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -69,12 +68,6 @@ std::vector<Case> read_cases(const fs::path& gguf) {
   return cases;
 }
 
-// The vocabularies whose tokenizer kind Spore does not read yet: they must keep failing with a
-// typed kUnsupported error (not a crash, not wrong ids); the list shrinks as kinds land.
-const std::set<std::string> kNotYet = {
-    "ggml-vocab-gemma-4.gguf",   // tokenizer.ggml.model "gemma4" (SentencePiece-style BPE on raw UTF-8)
-};
-
 TEST(TokenizerLlamaVocab, EveryVocabularyTestPassesLineForLine) {
   const fs::path dir = vocab_dir();
   std::vector<fs::path> files;
@@ -92,16 +85,6 @@ TEST(TokenizerLlamaVocab, EveryVocabularyTestPassesLineForLine) {
     const std::string name = f.filename().string();
     SCOPED_TRACE(name);
     const spore::GgufFile g(f);
-    if (kNotYet.count(name)) {
-      try {
-        spore::nlp::Tokenizer::from_gguf(g);
-        ADD_FAILURE() << name << " now loads: take it off kNotYet so its cases are checked";
-      } catch (const spore::Error& e) {
-        EXPECT_EQ(e.code(), spore::ErrorCode::kUnsupported) << e.what();
-        EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.model"), std::string::npos) << e.what();
-      }
-      continue;
-    }
     const spore::nlp::Tokenizer tok = spore::nlp::Tokenizer::from_gguf(g);
     const std::vector<Case> cases = read_cases(f);
     int bad = 0;
@@ -118,7 +101,7 @@ TEST(TokenizerLlamaVocab, EveryVocabularyTestPassesLineForLine) {
     if (bad == 0) ++passed_files;
     std::printf("[ vocab    ] %-36s %s (%zu texts)\n", name.c_str(), bad == 0 ? "pass" : "FAIL", cases.size());
   }
-  EXPECT_GT(passed_files, 0);
+  EXPECT_EQ(passed_files, (int)files.size());
 }
 
 // A byte-level GGUF vocabulary of the 256 byte tokens and one merge ("a" + "b"), named `pre`.

@@ -36,6 +36,39 @@ bool bool_or(const GgufFile& g, const char* key, bool fallback) {
   return g.find(key) ? g.get_bool(key) : fallback;
 }
 
+// tokenizer.ggml.merges ("a b" per line, by rank) into the model; kFormat naming the line.
+void read_merges(const GgufFile& g, BpeModel& model) {
+  const std::vector<std::string> merges = g.get_strings("tokenizer.ggml.merges");
+  model.merges.reserve(merges.size());
+  for (size_t k = 0; k < merges.size(); ++k) {
+    const std::string& m = merges[k];
+    const size_t sp = m.find(' ', 1);
+    auto fail = [&](const std::string& why) {
+      throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.merges[" +
+                                          std::to_string(k) + "] '" + m + "' " + why);
+    };
+    if (sp == std::string::npos) fail("is not two tokens separated by a space");
+    auto ia = model.vocab.find(std::string_view(m).substr(0, sp));
+    auto ib = model.vocab.find(std::string_view(m).substr(sp + 1));
+    std::string joined = m.substr(0, sp) + m.substr(sp + 1);
+    auto im = model.vocab.find(joined);
+    if (ia == model.vocab.end() || ib == model.vocab.end() || im == model.vocab.end())
+      fail("names a token that is not in tokenizer.ggml.tokens");
+    model.merges.insert(ia->second, ib->second, (int32_t)k, im->second);
+  }
+}
+
+// SentencePiece's byte fallback: the ids of the byte tokens "<0x00>".."<0xFF>".
+void byte_fallback_ids(const std::vector<std::string>& tokens, const std::vector<int64_t>& types, BpeModel& model) {
+  for (int b = 0; b < 256; ++b) {
+    static const char hex[] = "0123456789ABCDEF";
+    const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+    model.byte_ids[b] = -1;
+    for (size_t id = 0; id < tokens.size() && model.byte_ids[b] < 0; ++id)
+      if (types[id] == kByte && tokens[id] == name) model.byte_ids[b] = (int32_t)id;
+  }
+}
+
 // BERT's pipeline as llama.cpp's WordPiece session runs it: NFD with accents (Mn) dropped,
 // lower case, control characters removed; words split at whitespace (dropped) and around each
 // punctuation mark, ASCII symbol and CJK ideograph; then WordPiece.
@@ -65,9 +98,9 @@ void build_wordpiece(const GgufFile& g, Tokenizer::Impl& t, StringIdMap vocab, s
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   const std::string kind = g.get_string("tokenizer.ggml.model");
-  if (kind != "llama" && kind != "gpt2" && kind != "bert")
+  if (kind != "llama" && kind != "gpt2" && kind != "bert" && kind != "gemma4")
     throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" +
-                                             kind + "' is not implemented (supported: llama, gpt2, bert)");
+                                             kind + "' is not implemented (supported: llama, gpt2, bert, gemma4)");
   auto t = std::make_shared<Impl>();
   t->source = g.source();
   t->tokens = g.get_strings("tokenizer.ggml.tokens");
@@ -94,7 +127,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   for (size_t id = 0; id < n; ++id) {
     // Control, unused and byte tokens never come out of merging (SentencePiece keeps them out of
     // its pieces); user-defined tokens are matched whole, as added tokens.
-    const bool mergeable = kind == "gpt2" ? true : (types[id] == kNormal || types[id] == kUnknown);
+    const bool mergeable = kind == "gpt2" || kind == "gemma4" ? true : (types[id] == kNormal || types[id] == kUnknown);
     if (kind == "bert")
       wordpiece_vocab.emplace(t->tokens[id], (int32_t)id);  // every token, as llama.cpp's text_to_token
     else if (mergeable && types[id] != kUnknown)
@@ -123,13 +156,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
                                             std::to_string(n) + " tokens");
       model.scores.assign(scores.begin(), scores.end());
     }
-    for (int b = 0; b < 256; ++b) {
-      static const char hex[] = "0123456789ABCDEF";
-      const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-      model.byte_ids[b] = -1;
-      for (size_t id = 0; id < n && model.byte_ids[b] < 0; ++id)
-        if (types[id] == kByte && t->tokens[id] == name) model.byte_ids[b] = (int32_t)id;
-    }
+    byte_fallback_ids(t->tokens, types, model);
     const bool prefix = bool_or(g, "tokenizer.ggml.add_space_prefix", true);
     if (prefix) t->normalizers.emplace_back(NormPrepend{kSpace});
     t->normalizers.emplace_back(NormReplace{Regex(" ", true, "replace"), kSpace});
@@ -140,6 +167,20 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     if (prefix) t->decoders.emplace_back(DecStrip{" ", 1, 0});
   } else if (kind == "bert") {
     build_wordpiece(g, *t, std::move(wordpiece_vocab), model.unk);
+  } else if (kind == "gemma4") {
+    // SentencePiece-style BPE on raw UTF-8 (llama.cpp's "gemma4" vocabulary): spaces become "▁",
+    // the text is cut only at newline runs, merges by rank, byte fallback.
+    model.order = BpeModel::Order::kRank;
+    model.byte_fallback = true;
+    byte_fallback_ids(t->tokens, types, model);
+    read_merges(g, model);
+    t->normalizers.emplace_back(NormReplace{Regex(" ", true, "replace"), kSpace});
+    t->pre_tokenizers.emplace_back(
+        PreSplit{Regex("[^\\n]+|[\\n]+", false, "tokenizer.ggml.model 'gemma4'"), SplitBehavior::kIsolated, false});
+    t->has_decoder = true;
+    t->decoders.emplace_back(DecReplace{kSpace, " "});
+    t->decoders.emplace_back(DecByteFallback{});
+    t->decoders.emplace_back(DecFuse{});
   } else {
     model.order = BpeModel::Order::kRank;
     model.byte_level = true;
@@ -162,24 +203,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
       auto it = model.vocab.find(key);
       model.byte_ids[b] = it == model.vocab.end() ? -1 : it->second;
     }
-    const std::vector<std::string> merges = g.get_strings("tokenizer.ggml.merges");
-    model.merges.reserve(merges.size());
-    for (size_t k = 0; k < merges.size(); ++k) {
-      const std::string& m = merges[k];
-      const size_t sp = m.find(' ', 1);
-      auto fail = [&](const std::string& why) {
-        throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.merges[" +
-                                            std::to_string(k) + "] '" + m + "' " + why);
-      };
-      if (sp == std::string::npos) fail("is not two tokens separated by a space");
-      auto ia = model.vocab.find(std::string_view(m).substr(0, sp));
-      auto ib = model.vocab.find(std::string_view(m).substr(sp + 1));
-      std::string joined = m.substr(0, sp) + m.substr(sp + 1);
-      auto im = model.vocab.find(joined);
-      if (ia == model.vocab.end() || ib == model.vocab.end() || im == model.vocab.end())
-        fail("names a token that is not in tokenizer.ggml.tokens");
-      model.merges.insert(ia->second, ib->second, (int32_t)k, im->second);
-    }
+    read_merges(g, model);
     t->has_decoder = true;
     t->decoders.emplace_back(DecByteLevel{});
   }
