@@ -15,13 +15,13 @@ With --spore PATH it also runs Spore's command on each file and prints the agree
 """
 import argparse
 import glob
-import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
 
+from compare_llama_cpp import sha256_of as sha256_file
 from llama_cpp_sdist import llama_cpp_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,14 +35,6 @@ EMBEDDED = os.path.join(ROOT, "models", "smollm2-135m-instruct", "SmolLM2-135M-I
 # writes for SmolLM2's 576-wide rows inside Q4_K_M / Q5_K_M (issue 27).
 TYPES = ["Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_0"]
 CONTEXTS = [128]
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def peer_env():

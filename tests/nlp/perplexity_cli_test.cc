@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "spore_cli_run.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,27 +18,11 @@
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kSpore = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+const std::string& kSpore = spore::test::spore_binary();
 const fs::path kSource = SPORE_SOURCE_DIR;
 
-struct CliRun {
-  int status = 0;
-  std::string out, err;
-};
-
-CliRun run(const std::string& args) {
-  const std::string err = (fs::temp_directory_path() / ("spore_ppl_cli." + std::to_string(::getpid()) + ".err")).string();
-  FILE* p = popen((kSpore + " " + args + " 2>" + err).c_str(), "r");
-  CliRun r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  r.status = WEXITSTATUS(pclose(p));
-  std::ifstream e(err);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err);
-  return r;
-}
+using spore::test::CliRun;
+CliRun run(const std::string& args) { return spore::test::run_spore(args, "", "spore_ppl_cli"); }
 
 nlohmann::json last_json_line(const std::string& out) {
   const size_t end = out.find_last_not_of('\n');
