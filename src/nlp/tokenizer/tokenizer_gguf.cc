@@ -97,7 +97,12 @@ void build_wordpiece(const GgufFile& g, Tokenizer::Impl& t, StringIdMap vocab, s
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
-  const std::string kind = g.get_string("tokenizer.ggml.model");
+  std::string kind = g.get_string("tokenizer.ggml.model");
+  // llama.cpp runs these "gpt2" pre-tokenizer names as its gemma4 vocabulary (raw UTF-8 BPE).
+  if (kind == "gpt2" && g.contains("tokenizer.ggml.pre")) {
+    const std::string pre = g.get_string("tokenizer.ggml.pre");
+    if (pre == "gemma4" || pre == "granite-embed-multi-311m" || pre == "sarvam-moe") kind = "gemma4";
+  }
   if (kind != "llama" && kind != "gpt2" && kind != "bert" && kind != "gemma4")
     throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" +
                                              kind + "' is not implemented (supported: llama, gpt2, bert, gemma4)");
@@ -190,6 +195,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     if (!pre_row)
       throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
                                                "' is not implemented (supported: " + gguf_pre_tokenizer_names() +
+                                               ", gemma4, granite-embed-multi-311m, sarvam-moe" +
                                                "); use the model's tokenizer.json instead");
     for (const char* re : pre_row->regexes)
       t->pre_tokenizers.emplace_back(PreSplit{Regex(re, false, "tokenizer.ggml.pre '" + pre + "'"), SplitBehavior::kIsolated, false});
