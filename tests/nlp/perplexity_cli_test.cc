@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "spore/format.h"
 #include "spore_cli_run.h"
 
 #include <unistd.h>
@@ -59,6 +60,9 @@ TEST(PerplexityCli, MatchesLlamaPerplexityWithinHalfAPercent) {
       skipped += " " + ftype;
       continue;
     }
+    // The very file llama-perplexity ran (another llama.cpp quantizes differently).
+    ASSERT_EQ(spore::sha256_file(model), run_ref.at("sha256").get<std::string>())
+        << model << " is not the file the fixture was made from: rerun tools/make_perplexity_fixtures.py";
     // The whole text, as llama-perplexity ran it: partial estimates over a few chunks differ by
     // up to ~1.5% (llama.cpp's flash attention and prompt kernels round differently; NOTE
     // [Perplexity]), the figure over all chunks is what the 0.5% is about.
