@@ -216,6 +216,18 @@ def tokenizer_seeds():
                                               ("tokenizer.ggml.scores", 9, struct.pack("<IQ6f", 6, 6, 0, 0, 0, -1, -2, -0.5)),
                                               ("tokenizer.ggml.token_type", 9, struct.pack("<IQ6i", 5, 6, 2, 3, 6, 1, 1, 1)),
                                               ("tokenizer.ggml.bos_token_id", 4, struct.pack("<I", 1))], []))
+    # A pre-tokenizer of several regexes from the table (NOTE [GGUF pre-tokenizers]) and a BERT
+    # WordPiece vocabulary ("\u2581" marks word-initial pieces).
+    put("gguf", "gpt2_deepseek_llm_tokenizer.gguf", gguf([("tokenizer.ggml.model", 8, struct.pack("<Q", 4) + b"gpt2"),
+                                                          ("tokenizer.ggml.pre", 8, struct.pack("<Q", 12) + b"deepseek-llm"),
+                                                          ("tokenizer.ggml.tokens", 9, strs(["H", "e", "He", "\u0120", "<s>"])),
+                                                          ("tokenizer.ggml.merges", 9, strs(["H e"]))], []))
+    put("gguf", "bert_tokenizer.gguf", gguf([("tokenizer.ggml.model", 8, struct.pack("<Q", 4) + b"bert"),
+                                             ("tokenizer.ggml.tokens", 9, strs(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581he", "llo", "\u2581,"])),
+                                             ("tokenizer.ggml.token_type", 9, struct.pack("<IQ7i", 5, 7, 3, 3, 3, 3, 1, 1, 1)),
+                                             ("tokenizer.ggml.unknown_token_id", 4, struct.pack("<I", 1)),
+                                             ("tokenizer.ggml.cls_token_id", 4, struct.pack("<I", 2)),
+                                             ("tokenizer.ggml.seperator_token_id", 4, struct.pack("<I", 3))], []))
 
 
 def mindspore_seeds():

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "spore_cli_run.h"
+
 #include <cstdio>
 #include <unistd.h>
 
@@ -15,29 +17,9 @@ namespace {
 
 const std::string kSpore = std::string(SPORE_BINARY_DIR) + "/bin/spore";
 
-struct CliRun {
-  int status = 0;
-  std::string out, err;
-};
-
-// Runs `args` through the shell with `input` on stdin; captures stdout and stderr.
+using spore::test::CliRun;
 CliRun run(const std::string& args, const std::string& input = "") {
-  // Names unique to this process: ctest runs these tests as separate processes at once.
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string stem = "spore_generate_cli." + std::to_string(::getpid());
-  const std::string in = (dir / (stem + ".in")).string(), err = (dir / (stem + ".err")).string();
-  std::ofstream(in) << input;
-  FILE* p = popen((kSpore + " " + args + " <" + in + " 2>" + err).c_str(), "r");
-  CliRun r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  r.status = WEXITSTATUS(pclose(p));
-  std::ifstream e(err);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  std::filesystem::remove(in);
-  std::filesystem::remove(err);
-  return r;
+  return spore::test::run_spore(args, input, "spore_generate_cli");
 }
 
 size_t count(const std::string& s, const std::string& what) {

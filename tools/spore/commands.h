@@ -29,6 +29,7 @@ void add_template_command(CLI::App& app, Handlers& h, const std::vector<std::str
 void add_tokenize_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_generate_commands(CLI::App& app, Handlers& h);
 void add_logits_command(CLI::App& app, Handlers& h);
+void add_perplexity_command(CLI::App& app, Handlers& h);  // NOTE [Perplexity]
 void add_bench_llm_command(CLI::App& app, Handlers& h);
 void add_serve_command(CLI::App& app, Handlers& h);
 void add_gate_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);

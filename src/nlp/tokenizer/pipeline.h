@@ -12,6 +12,7 @@
 
 #include "nlp/tokenizer/bpe.h"
 #include "nlp/tokenizer/regex.h"
+#include "nlp/tokenizer/wordpiece.h"
 #include "spore/nlp/tokenizer.h"
 
 namespace spore::nlp::detail {
@@ -98,6 +99,7 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> special;     // by id
   detail::StringIdMap token_ids;
   detail::BpeModel model;
+  std::optional<detail::WordPieceModel> wordpiece;  // BERT GGUFs: used instead of `model`
   std::vector<detail::NormStep> normalizers;
   std::vector<detail::PreStep> pre_tokenizers;
   bool has_decoder = false;

@@ -38,7 +38,12 @@ void encode_plain(const Tokenizer::Impl& t, std::string_view raw, bool first,
                   std::vector<int32_t>& out) {
   std::string text(raw);
   normalize(t.normalizers, text);
-  auto model_word = [&](std::string_view word) { t.model.encode_word(word, out); };
+  auto model_word = [&](std::string_view word) {
+    if (t.wordpiece)
+      t.wordpiece->encode_word(word, out);
+    else
+      t.model.encode_word(word, out);
+  };
   auto plain = [&](std::string_view piece, bool piece_first) {
     pre_tokenize(t.pre_tokenizers, piece, piece_first, model_word);
   };

@@ -1,8 +1,11 @@
 // Tokenizer::from_gguf: the same pipelines built from llama.cpp's `tokenizer.ggml.*` metadata.
 //   llama: SentencePiece BPE merged by score (not merges), byte fallback, "▁" for spaces;
-//   gpt2:  byte-level BPE merged by rank, the pre-tokenizer regex chosen by tokenizer.ggml.pre.
+//   gpt2:  byte-level BPE merged by rank, the pre-tokenizer regexes chosen by tokenizer.ggml.pre
+//          (gguf_pre_table.cc).
+#include "nlp/tokenizer/gguf_pre_table.h"
 #include "nlp/tokenizer/pipeline.h"
 #include "nlp/tokenizer/utf8.h"
+#include "nlp/tokenizer/wordpiece.h"
 #include "spore/error.h"
 #include "spore/gguf.h"
 
@@ -16,24 +19,6 @@ namespace {
 enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 const char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
-
-// The pre-tokenizer regexes of the `tokenizer.ggml.pre` names this reader knows (as in the models'
-// tokenizer.json files).
-const char* pre_pattern(const std::string& pre, bool& nfc, bool& ignore_merges) {
-  nfc = false;
-  ignore_merges = false;
-  if (pre == "default" || pre == "gpt-2" || pre == "gpt2")
-    return "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-  if (pre == "qwen2") {
-    nfc = true;
-    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-  }
-  if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "smaug-bpe") {
-    ignore_merges = true;
-    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-  }
-  return nullptr;
-}
 
 std::optional<int32_t> optional_id(const GgufFile& g, const char* key, size_t vocab) {
   const GgufValue* v = g.find(key);
@@ -51,13 +36,76 @@ bool bool_or(const GgufFile& g, const char* key, bool fallback) {
   return g.find(key) ? g.get_bool(key) : fallback;
 }
 
+// tokenizer.ggml.merges ("a b" per line, by rank) into the model; kFormat naming the line.
+void read_merges(const GgufFile& g, BpeModel& model) {
+  const std::vector<std::string> merges = g.get_strings("tokenizer.ggml.merges");
+  model.merges.reserve(merges.size());
+  for (size_t k = 0; k < merges.size(); ++k) {
+    const std::string& m = merges[k];
+    const size_t sp = m.find(' ', 1);
+    auto fail = [&](const std::string& why) {
+      throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.merges[" +
+                                          std::to_string(k) + "] '" + m + "' " + why);
+    };
+    if (sp == std::string::npos) fail("is not two tokens separated by a space");
+    auto ia = model.vocab.find(std::string_view(m).substr(0, sp));
+    auto ib = model.vocab.find(std::string_view(m).substr(sp + 1));
+    std::string joined = m.substr(0, sp) + m.substr(sp + 1);
+    auto im = model.vocab.find(joined);
+    if (ia == model.vocab.end() || ib == model.vocab.end() || im == model.vocab.end())
+      fail("names a token that is not in tokenizer.ggml.tokens");
+    model.merges.insert(ia->second, ib->second, (int32_t)k, im->second);
+  }
+}
+
+// SentencePiece's byte fallback: the ids of the byte tokens "<0x00>".."<0xFF>".
+void byte_fallback_ids(const std::vector<std::string>& tokens, const std::vector<int64_t>& types, BpeModel& model) {
+  for (int b = 0; b < 256; ++b) {
+    static const char hex[] = "0123456789ABCDEF";
+    const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+    model.byte_ids[b] = -1;
+    for (size_t id = 0; id < tokens.size() && model.byte_ids[b] < 0; ++id)
+      if (types[id] == kByte && tokens[id] == name) model.byte_ids[b] = (int32_t)id;
+  }
+}
+
+// BERT's pipeline as llama.cpp's WordPiece session runs it: NFD with accents (Mn) dropped,
+// lower case, control characters removed; words split at whitespace (dropped) and around each
+// punctuation mark, ASCII symbol and CJK ideograph; then WordPiece.
+void build_wordpiece(const GgufFile& g, Tokenizer::Impl& t, StringIdMap vocab, std::optional<int32_t> unk) {
+  const std::string field = "GGUF file '" + g.source() + "': bert tokenizer";
+  t.normalizers.emplace_back(NormUnicode{UnicodeForm::kNFD});
+  t.normalizers.emplace_back(NormReplace{Regex("\\p{Mn}", false, field), ""});
+  t.normalizers.emplace_back(NormLowercase{});
+  t.normalizers.emplace_back(NormReplace{Regex("(?![\\t\\n\\v\\f\\r\\x{85}])[\\p{Cc}\\x{FFFD}]", false, field), ""});
+  t.pre_tokenizers.emplace_back(PreSplit{Regex("\\s+", false, field), SplitBehavior::kRemoved, false});
+  t.pre_tokenizers.emplace_back(PreSplit{
+      Regex("[\\p{P}$+<=>^`|~\\x{3400}-\\x{4DBF}\\x{4E00}-\\x{9FFF}\\x{F900}-\\x{FAFF}\\x{20000}-\\x{2A6DF}"
+            "\\x{2A700}-\\x{2B73F}\\x{2B740}-\\x{2B81F}\\x{2B920}-\\x{2CEAF}\\x{2F800}-\\x{2FA1F}]",
+            false, field),
+      SplitBehavior::kIsolated, false});
+  WordPieceModel wp;
+  for (const auto& [text, id] : vocab) wp.max_piece_bytes = std::max(wp.max_piece_bytes, text.size());
+  wp.vocab = std::move(vocab);
+  wp.unk = unk;
+  t.wordpiece = std::move(wp);
+  t.has_decoder = true;
+  t.decoders.emplace_back(DecReplace{kSpace, " "});
+  t.decoders.emplace_back(DecStrip{" ", 1, 0});
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
-  const std::string kind = g.get_string("tokenizer.ggml.model");
-  if (kind != "llama" && kind != "gpt2")
+  std::string kind = g.get_string("tokenizer.ggml.model");
+  // llama.cpp runs these "gpt2" pre-tokenizer names as its gemma4 vocabulary (raw UTF-8 BPE).
+  if (kind == "gpt2" && g.contains("tokenizer.ggml.pre")) {
+    const std::string pre = g.get_string("tokenizer.ggml.pre");
+    if (pre == "gemma4" || pre == "granite-embed-multi-311m" || pre == "sarvam-moe") kind = "gemma4";
+  }
+  if (kind != "llama" && kind != "gpt2" && kind != "bert" && kind != "gemma4")
     throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" +
-                                             kind + "' is not implemented (supported: llama, gpt2)");
+                                             kind + "' is not implemented (supported: llama, gpt2, bert, gemma4)");
   auto t = std::make_shared<Impl>();
   t->source = g.source();
   t->tokens = g.get_strings("tokenizer.ggml.tokens");
@@ -78,12 +126,17 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
       throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.tokens[" +
                                           std::to_string(id) + "] is not valid UTF-8");
   BpeModel& model = t->model;
+  const GgufPreTokenizer* pre_row = nullptr;  // gpt2 kind only
+  StringIdMap wordpiece_vocab;                // bert kind only
   model.vocab.reserve(n);
   for (size_t id = 0; id < n; ++id) {
     // Control, unused and byte tokens never come out of merging (SentencePiece keeps them out of
     // its pieces); user-defined tokens are matched whole, as added tokens.
-    const bool mergeable = kind == "gpt2" ? true : (types[id] == kNormal || types[id] == kUnknown);
-    if (mergeable && types[id] != kUnknown) model.vocab.emplace(t->tokens[id], (int32_t)id);
+    const bool mergeable = kind == "gpt2" || kind == "gemma4" ? true : (types[id] == kNormal || types[id] == kUnknown);
+    if (kind == "bert")
+      wordpiece_vocab.emplace(t->tokens[id], (int32_t)id);  // every token, as llama.cpp's text_to_token
+    else if (mergeable && types[id] != kUnknown)
+      model.vocab.emplace(t->tokens[id], (int32_t)id);
     if (types[id] == kControl || types[id] == kUserDefined) {
       AddedToken a;
       a.id = (int32_t)id;
@@ -95,6 +148,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   t->bos = optional_id(g, "tokenizer.ggml.bos_token_id", n);
   t->eos = optional_id(g, "tokenizer.ggml.eos_token_id", n);
   t->pad = optional_id(g, "tokenizer.ggml.padding_token_id", n);
+  if (kind == "bert" && !t->bos) t->bos = optional_id(g, "tokenizer.ggml.cls_token_id", n);  // BERT's [CLS]
   model.unk = optional_id(g, "tokenizer.ggml.unknown_token_id", n);
   if (kind == "llama") {
     model.order = BpeModel::Order::kScore;
@@ -107,13 +161,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
                                             std::to_string(n) + " tokens");
       model.scores.assign(scores.begin(), scores.end());
     }
-    for (int b = 0; b < 256; ++b) {
-      static const char hex[] = "0123456789ABCDEF";
-      const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-      model.byte_ids[b] = -1;
-      for (size_t id = 0; id < n && model.byte_ids[b] < 0; ++id)
-        if (types[id] == kByte && t->tokens[id] == name) model.byte_ids[b] = (int32_t)id;
-    }
+    byte_fallback_ids(t->tokens, types, model);
     const bool prefix = bool_or(g, "tokenizer.ggml.add_space_prefix", true);
     if (prefix) t->normalizers.emplace_back(NormPrepend{kSpace});
     t->normalizers.emplace_back(NormReplace{Regex(" ", true, "replace"), kSpace});
@@ -122,28 +170,38 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     t->decoders.emplace_back(DecByteFallback{});
     t->decoders.emplace_back(DecFuse{});
     if (prefix) t->decoders.emplace_back(DecStrip{" ", 1, 0});
+  } else if (kind == "bert") {
+    build_wordpiece(g, *t, std::move(wordpiece_vocab), model.unk);
+  } else if (kind == "gemma4") {
+    // SentencePiece-style BPE on raw UTF-8 (llama.cpp's "gemma4" vocabulary): spaces become "▁",
+    // the text is cut only at newline runs, merges by rank, byte fallback.
+    model.order = BpeModel::Order::kRank;
+    model.byte_fallback = true;
+    byte_fallback_ids(t->tokens, types, model);
+    read_merges(g, model);
+    t->normalizers.emplace_back(NormReplace{Regex(" ", true, "replace"), kSpace});
+    t->pre_tokenizers.emplace_back(
+        PreSplit{Regex("[^\\n]+|[\\n]+", false, "tokenizer.ggml.model 'gemma4'"), SplitBehavior::kIsolated, false});
+    t->has_decoder = true;
+    t->decoders.emplace_back(DecReplace{kSpace, " "});
+    t->decoders.emplace_back(DecByteFallback{});
+    t->decoders.emplace_back(DecFuse{});
   } else {
     model.order = BpeModel::Order::kRank;
     model.byte_level = true;
+    // NOTE [GGUF pre-tokenizers]: one table row per llama.cpp name; no name is llama.cpp's default.
     const std::string pre = g.contains("tokenizer.ggml.pre") ? g.get_string("tokenizer.ggml.pre") : "default";
-    bool nfc = false, ignore_merges = false;
-    if (pre == "smollm") {
-      // SmolLM / SmolLM2's tokenizer.json: Digits (one by one), then ByteLevel with GPT-2's regex.
-      t->pre_tokenizers.emplace_back(PreDigits{true});
-      bool unused_nfc, unused_ignore;
-      t->pre_tokenizers.emplace_back(PreByteLevel{
-          false, Regex(pre_pattern("gpt2", unused_nfc, unused_ignore), false, "tokenizer.ggml.pre")});
-    } else {
-      const char* pattern = pre_pattern(pre, nfc, ignore_merges);
-      if (!pattern)
-        throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
-                                                 "' is not implemented (supported: default, gpt-2, "
-                                                 "qwen2, llama-bpe, smollm); use the model's tokenizer.json");
-      t->pre_tokenizers.emplace_back(PreSplit{Regex(pattern, false, "tokenizer.ggml.pre"), SplitBehavior::kIsolated, false});
-      t->pre_tokenizers.emplace_back(PreByteLevel{false, std::nullopt});
-    }
-    if (nfc) t->normalizers.emplace_back(NormUnicode{UnicodeForm::kNFC});
-    model.ignore_merges = ignore_merges;
+    pre_row = find_gguf_pre_tokenizer(pre);
+    if (!pre_row)
+      throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.pre '" + pre +
+                                               "' is not implemented (supported: " + gguf_pre_tokenizer_names() +
+                                               ", gemma4, granite-embed-multi-311m, sarvam-moe" +
+                                               "); use the model's tokenizer.json instead");
+    for (const char* re : pre_row->regexes)
+      t->pre_tokenizers.emplace_back(PreSplit{Regex(re, false, "tokenizer.ggml.pre '" + pre + "'"), SplitBehavior::kIsolated, false});
+    t->pre_tokenizers.emplace_back(PreByteLevel{false, std::nullopt});
+    if (pre_row->nfc) t->normalizers.emplace_back(NormUnicode{UnicodeForm::kNFC});
+    model.ignore_merges = pre_row->ignore_merges;
     const auto& table = byte_to_unicode();
     for (int b = 0; b < 256; ++b) {
       std::string key;
@@ -151,33 +209,19 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
       auto it = model.vocab.find(key);
       model.byte_ids[b] = it == model.vocab.end() ? -1 : it->second;
     }
-    const std::vector<std::string> merges = g.get_strings("tokenizer.ggml.merges");
-    model.merges.reserve(merges.size());
-    for (size_t k = 0; k < merges.size(); ++k) {
-      const std::string& m = merges[k];
-      const size_t sp = m.find(' ', 1);
-      auto fail = [&](const std::string& why) {
-        throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.merges[" +
-                                            std::to_string(k) + "] '" + m + "' " + why);
-      };
-      if (sp == std::string::npos) fail("is not two tokens separated by a space");
-      auto ia = model.vocab.find(std::string_view(m).substr(0, sp));
-      auto ib = model.vocab.find(std::string_view(m).substr(sp + 1));
-      std::string joined = m.substr(0, sp) + m.substr(sp + 1);
-      auto im = model.vocab.find(joined);
-      if (ia == model.vocab.end() || ib == model.vocab.end() || im == model.vocab.end())
-        fail("names a token that is not in tokenizer.ggml.tokens");
-      model.merges.insert(ia->second, ib->second, (int32_t)k, im->second);
-    }
+    read_merges(g, model);
     t->has_decoder = true;
     t->decoders.emplace_back(DecByteLevel{});
   }
-  const bool add_bos = bool_or(g, "tokenizer.ggml.add_bos_token", kind == "llama");
+  const bool add_bos = bool_or(g, "tokenizer.ggml.add_bos_token", kind == "llama" || kind == "bert" || (pre_row && pre_row->add_bos));
   const bool add_eos = bool_or(g, "tokenizer.ggml.add_eos_token", false);
   PostTemplate post;
   if (add_bos && t->bos) post.single.push_back(*t->bos);
   post.single.push_back(-1);
   if (add_eos && t->eos) post.single.push_back(*t->eos);
+  if (kind == "bert")  // [CLS] text [SEP], llama.cpp's add_sep
+    if (auto sep = optional_id(g, "tokenizer.ggml.seperator_token_id", n); sep && bool_or(g, "tokenizer.ggml.add_sep_token", true))
+      post.single.push_back(*sep);
   t->post = std::move(post);
   t->finish();
   return Tokenizer(std::move(t));

@@ -1,0 +1,129 @@
+"""llama.cpp's perplexity figures for `spore perplexity` (NOTE [Perplexity]).
+
+Builds llama.cpp's own `llama-perplexity` and `llama-quantize` from llama-cpp-python's sdist (into
+build/peers/llama-build, only those targets), re-quantizes the embedded SmolLM2
+(models/smollm2-135m-instruct, scripts/fetch-model.sh; Q4_1) into each type below with
+`llama-quantize --allow-requantize` (into build/peers/ppl-models/, not committed: 100-150 MB each),
+runs llama-perplexity on each file over tests/fixtures/perplexity/spores.txt at each context, and
+writes tests/fixtures/perplexity/llama_cpp_ppl.json: per file its SHA-256, llama.cpp's final
+estimate, error bar and running estimates. tests/nlp/perplexity_cli_test.cc runs `spore perplexity`
+on every file of that list it finds (the embedded one always, when fetched) and compares.
+
+With --spore PATH it also runs Spore's command on each file and prints the agreement table.
+
+    python3 tools/make_perplexity_fixtures.py [--types Q8_0,Q4_K_M] [--spore build/release/bin/spore]
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+from compare_llama_cpp import sha256_of as sha256_file
+from llama_cpp_sdist import llama_cpp_source
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PEERS = os.path.join(ROOT, "build", "peers")
+BUILD = os.path.join(PEERS, "llama-build")
+MODELS = os.path.join(PEERS, "ppl-models")
+TEXT = os.path.join(ROOT, "tests", "fixtures", "perplexity", "spores.txt")
+OUT = os.path.join(ROOT, "tests", "fixtures", "perplexity", "llama_cpp_ppl.json")
+EMBEDDED = os.path.join(ROOT, "models", "smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf")
+# The types llama.cpp users download most, plus the legacy ones; Q5_0 is what llama-quantize
+# writes for SmolLM2's 576-wide rows inside Q4_K_M / Q5_K_M (issue 27).
+TYPES = ["Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_0"]
+CONTEXTS = [128]
+
+
+def peer_env():
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    return env
+
+
+def llama_tools():
+    """llama-perplexity and llama-quantize, built once into build/peers/llama-build."""
+    tools = [os.path.join(BUILD, "bin", t) for t in ("llama-perplexity", "llama-quantize")]
+    if all(os.path.exists(t) for t in tools):
+        return tools
+    src = llama_cpp_source(PEERS, [sys.executable, "-m", "pip"])
+    subprocess.run(["nice", "cmake", "-S", src, "-B", BUILD, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                    "-DGGML_NATIVE=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+                    "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=ON",
+                    "-DGGML_OPENMP=OFF"], check=True, env=peer_env())
+    subprocess.run(["nice", "cmake", "--build", BUILD, "-j2", "--target", "llama-perplexity", "llama-quantize"],
+                   check=True, env=peer_env())
+    return tools
+
+
+def llama_perplexity(tool, model, ctx, threads):
+    """llama.cpp's figures: the running estimates "[i]x.xxxx," and "Final estimate: PPL = x +/- y"."""
+    r = subprocess.run([tool, "-m", model, "-f", TEXT, "-c", str(ctx), "-b", str(ctx), "-t", str(threads)],
+                       capture_output=True, text=True, env=peer_env())
+    log = r.stdout + r.stderr
+    if r.returncode != 0:
+        sys.exit(f"llama-perplexity failed on {model}:\n{log[-3000:]}")
+    final = re.search(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", log)
+    chunks = re.search(r"calculating perplexity over (\d+) chunks", log)
+    running = [float(x) for x in re.findall(r"\[\d+\]([0-9.]+),", log)]
+    if not final or not chunks:
+        sys.exit(f"no estimate in llama-perplexity's output for {model}:\n{log[-3000:]}")
+    return {"ppl": float(final.group(1)), "ppl_error": float(final.group(2)), "chunks": int(chunks.group(1)),
+            "running": running}
+
+
+def spore_perplexity(spore, model, ctx, threads):
+    r = subprocess.run([spore, "perplexity", "--model", model, "--file", TEXT, "--ctx", str(ctx),
+                        "--threads", str(threads)], capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": (r.stderr or r.stdout).strip()[-400:]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--contexts", default=",".join(map(str, CONTEXTS)))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--spore", help="also run this spore binary and print the agreement")
+    a = ap.parse_args()
+    if not os.path.exists(EMBEDDED):
+        sys.exit(f"{EMBEDDED} is missing: run scripts/fetch-model.sh first")
+    perplexity_tool, quantize_tool = llama_tools()
+    os.makedirs(MODELS, exist_ok=True)
+    files = [("Q4_1 (embedded)", EMBEDDED)]
+    for t in [t for t in a.types.split(",") if t]:
+        path = os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf")
+        if not os.path.exists(path):
+            subprocess.run(["nice", quantize_tool, "--allow-requantize", EMBEDDED, path, t], check=True,
+                           capture_output=True, env=peer_env())
+        files.append((t, path))
+    version = os.path.basename(os.path.dirname(os.path.dirname(llama_cpp_source(PEERS, [sys.executable, "-m", "pip"]))))
+    rows = []
+    for ftype, path in files:
+        for ctx in map(int, a.contexts.split(",")):
+            ref = llama_perplexity(perplexity_tool, path, ctx, a.threads)
+            row = {"ftype": ftype, "file": os.path.relpath(path, ROOT), "sha256": sha256_file(path), "ctx": ctx, **ref}
+            rows.append(row)
+            line = f"{ftype:16s} ctx {ctx:4d}  llama.cpp {ref['ppl']:.4f} +/- {ref['ppl_error']:.4f}"
+            if a.spore:
+                s = spore_perplexity(a.spore, path, ctx, a.threads)
+                if "error" in s:
+                    line += f"  spore: {s['error']}"
+                else:
+                    line += f"  spore {s['ppl']:.4f} +/- {s['ppl_error']:.4f}  diff {100 * (s['ppl'] / ref['ppl'] - 1):+.3f}%"
+            print(line, flush=True)
+    with open(OUT, "w") as f:
+        json.dump({"what": "llama.cpp's llama-perplexity on SmolLM2-135M-Instruct re-quantized by llama-quantize "
+                           "(NOTE [Perplexity]); spore perplexity must agree within 0.5%",
+                   "made_by": "tools/make_perplexity_fixtures.py", "llama_cpp": version,
+                   "text": os.path.relpath(TEXT, ROOT), "text_sha256": sha256_file(TEXT),
+                   "command": "llama-perplexity -m FILE -f TEXT -c CTX -b CTX", "runs": rows}, f, indent=1)
+        f.write("\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
