@@ -9,6 +9,8 @@ source scripts/lib/progress.sh
 bash scripts/build.sh release
 # The LLM tests run the embedded default model (skipped, saying so, without it): fetched quietly.
 step "fetching the embedded model (SmolLM2-135M-Instruct)" bash scripts/fetch-model.sh
+# llama.cpp's vocabulary tests (ggml-vocab-*.gguf with .inp/.out, ~60 MB) from its pinned sdist.
+step "fetching llama.cpp's vocabulary tests" python3 tools/fetch_llama_vocab.py
 test_preset release
 # Every test labelled `concurrency` again, 20 times on a quiet and on a loaded machine, bounded in
 # time (docs/testing.md); SPORE_SKIP_STRESS=1 skips it.

@@ -6,15 +6,17 @@ import os
 import subprocess
 
 
-def llama_cpp_source(peers, pip):
-    """The vendored llama.cpp folder of the newest llama-cpp-python sdist in `peers`, which `pip`
-    (a command list, e.g. [sys.executable, "-m", "pip"]) downloads when none is there."""
+def llama_cpp_source(peers, pip, version=None):
+    """The vendored llama.cpp folder of the newest llama-cpp-python sdist in `peers` (or of
+    `version`, when a test's expectations are tied to one), which `pip` (a command list, e.g.
+    [sys.executable, "-m", "pip"]) downloads when none is there."""
     os.makedirs(peers, exist_ok=True)
-    tars = glob.glob(os.path.join(peers, "llama_cpp_python-*.tar.gz"))
+    pattern = f"llama_cpp_python-{version or '*'}.tar.gz"
+    tars = glob.glob(os.path.join(peers, pattern))
     if not tars:
-        subprocess.run(pip + ["download", "--no-binary", ":all:", "--no-deps", "llama-cpp-python", "-d", peers],
-                       check=True)
-        tars = glob.glob(os.path.join(peers, "llama_cpp_python-*.tar.gz"))
+        spec = f"llama-cpp-python=={version}" if version else "llama-cpp-python"
+        subprocess.run(pip + ["download", "--no-binary", ":all:", "--no-deps", spec, "-d", peers], check=True)
+        tars = glob.glob(os.path.join(peers, pattern))
     tar = sorted(tars)[-1]
     base = os.path.basename(tar)[: -len(".tar.gz")]
     src = os.path.join(peers, base, "vendor", "llama.cpp")
