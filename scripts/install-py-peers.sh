@@ -2,7 +2,7 @@
 # Python peers for the comparison scripts in tools/ and bench/ (never linked into Spore): a
 # virtual environment in .venv-peers/ (ignored), PyPI packages by group. Idempotent: pip skips
 # what is there. Output goes to outputs/setup.log (NOTE [Quiet set-up]).
-#   scripts/install-py-peers.sh nlp      tokenizers, transformers, tiktoken, jinja2 (issue 11 fixtures, bench)
+#   scripts/install-py-peers.sh nlp      tokenizers, transformers, tiktoken, jinja2, sentencepiece (fixtures, bench)
 #   scripts/install-py-peers.sh onnx     onnx, onnxruntime
 #   scripts/install-py-peers.sh llm      llama-cpp-python (with its server, bench/serve_bench.py), gguf
 #   scripts/install-py-peers.sh torch    torch, safetensors (tiny random-weight LLM fixtures, tools/)
@@ -27,7 +27,7 @@ for group in "$@"; do
     continue
   fi
   case "$group" in
-    nlp) pkgs+=(tokenizers transformers tiktoken jinja2 numpy) ;;
+    nlp) pkgs+=(tokenizers transformers tiktoken jinja2 sentencepiece numpy) ;;
     onnx) pkgs+=(onnx onnxruntime numpy) ;;
     llm) pkgs+=('llama-cpp-python[server]' gguf numpy) ;;
     torch) pkgs+=(torch safetensors numpy) ;;
