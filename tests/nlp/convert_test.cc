@@ -24,6 +24,7 @@
 #include "spore/nlp/convert.h"
 #include "spore/nlp/tokenizer.h"
 #include "spore/quant.h"
+#include "nlp/tokenizer/gguf_pre_table.h"
 #include "test_util.h"
 
 namespace spore {
@@ -395,6 +396,46 @@ TEST(Convert, TheTokenizerInTheGgufEncodesLikeTokenizerJson) {
   }
   EXPECT_EQ(from_gguf.eos_id(), std::optional<int32_t>(2));
   EXPECT_EQ(g.get_string("tokenizer.chat_template").substr(0, 23), "{% for message in messa");
+}
+
+// Every pre-tokenizer of llama.cpp's table, spelled in tokenizer.json as Split regexes (with NFC
+// and ignore_merges as the row has them): spore convert names a row that runs the same regexes,
+// and the GGUF's tokenizer encodes as the tokenizer.json pipeline does.
+TEST(Convert, NamesEveryPreTokenizerOfLlamaCppsTable) {
+  HfModel m("qwen2");
+  const json original = json::parse(std::ifstream(m.dir() / "tokenizer.json"));
+  int checked = 0;
+  for (const nlp::detail::GgufPreTokenizer& row : nlp::detail::gguf_pre_tokenizers()) {
+    json tok = original;
+    json parts = json::array();
+    for (const char* re : row.regexes)
+      parts.push_back({{"type", "Split"}, {"pattern", {{"Regex", re}}}, {"behavior", "Isolated"}, {"invert", false}});
+    parts.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}});
+    tok["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", parts}};
+    tok["normalizer"] = row.nfc ? json{{"type", "NFC"}} : json();
+    tok["model"]["ignore_merges"] = row.ignore_merges;
+    std::ofstream(m.dir() / "tokenizer.json") << tok.dump();
+    nlp::convert_hf_to_gguf(m.dir(), m.out("f32"), {.type = "f32", .name = "", .progress = {}});
+    const GgufFile g(m.out("f32"));
+    const std::string written = g.get_string("tokenizer.ggml.pre");
+    const nlp::detail::GgufPreTokenizer* named = nlp::detail::find_gguf_pre_tokenizer(written);
+    ASSERT_NE(named, nullptr) << written;
+    EXPECT_TRUE(std::equal(named->regexes.begin(), named->regexes.end(), row.regexes.begin(), row.regexes.end(),
+                           [](const char* a, const char* b) { return std::string(a) == b; }))
+        << row.names[0] << " written as " << written;
+    const nlp::Tokenizer from_gguf = nlp::Tokenizer::from_gguf(g);
+    const nlp::Tokenizer from_json = nlp::Tokenizer::from_file(m.dir() / "tokenizer.json");
+    for (const char* text : {"Hello World! The QUICK brown fox's 1234567 jumps.", "你好，世界。 😀 café ｶﾀｶﾅ",
+                             "def main():\n    return 42\r\n", "  spaces   and\ttabs 12,345.67"})
+      EXPECT_EQ(from_gguf.encode(text, false), from_json.encode(text, false)) << row.names[0] << ": " << text;
+    ++checked;
+  }
+  EXPECT_GT(checked, 30);
+  json tok = original;
+  tok["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
+  std::ofstream(m.dir() / "tokenizer.json") << tok.dump();
+  expect_error([&] { nlp::convert_hf_to_gguf(m.dir(), m.out("f32"), {.type = "f32", .name = "", .progress = {}}); },
+               ErrorCode::kUnsupported, "convert_hf_to_gguf.py");
 }
 
 TEST(Convert, NamesWhatIsWrong) {

@@ -4,17 +4,20 @@
 //   token_type   1 normal, 3 control (added tokens marked special or looking like <|...|>),
 //                4 user-defined (other added tokens), 5 unused (the padding ids)
 //   merges       "a b" strings (pair-form merges joined, spaces inside written as U+0120)
-//   pre          the pre-tokenizer's name, recognised from its regex (llama.cpp hashes the
-//                tokenizer's output on a probe text instead; for the tokenizers below both agree)
+//   pre          the pre-tokenizer's name, recognised from its regexes in llama.cpp's table
+//                (llama.cpp hashes the tokenizer's output on a probe text instead)
 //   ids          bos/eos/unk/sep/pad/cls/mask from tokenizer_config.json's *_token strings
 //                (looked up among the added tokens), else config.json's *_token_id
 //   add_*_token  from the post-processor (ByteLevel: false; TemplateProcessing: its first and
 //                last special tokens), else tokenizer_config.json's add_bos_token/add_eos_token
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "convert_internal.h"
+#include "nlp/tokenizer/gguf_pre_table.h"
 #include "spore/error.h"
 
 namespace spore::nlp::convert {
@@ -26,14 +29,6 @@ namespace {
 
 enum TokenType : int32_t { kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5 };
 
-// The Split regexes of the pre-tokenizers llama.cpp names (as tokenizer.json spells them).
-const char kQwen2Regex[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-const char kLlama3Regex[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-
 bool looks_special(const std::string& t) {
   auto starts = [&](const char* p) { return t.rfind(p, 0) == 0; };
   auto ends = [&](const std::string& s) { return t.size() >= s.size() && t.compare(t.size() - s.size(), s.size(), s) == 0; };
@@ -43,36 +38,64 @@ bool looks_special(const std::string& t) {
   return starts("<unused") && ends(">");
 }
 
-std::string pre_tokenizer_name(const json& tok, const fs::path& file) {
-  const json& pre = tok.value("pre_tokenizer", json());
+// The regexes tokenizer.json's pre-tokenizer runs, in order, spelled as llama.cpp's table spells
+// them: a Split's own regex, ByteLevel's built-in one (use_regex) as GPT-2's row, Digits as \p{N}
+// (one by one) or \p{N}+. Empty when a part has no regex form (the caller names it).
+std::optional<std::vector<std::string>> pre_tokenizer_regexes(const json& pre, bool& byte_level) {
   std::vector<json> parts;
   if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
       pre["pretokenizers"].is_array())
     for (const json& p : pre["pretokenizers"]) parts.push_back(p);
   else if (pre.is_object())
     parts.push_back(pre);
-  std::string regex;
-  bool byte_level = false, byte_level_regex = false, digits = false;
+  std::vector<std::string> regexes;
   for (const json& p : parts) {
-    if (!p.is_object()) continue;
-    const std::string type = p.value("type", "");
+    const std::string type = p.is_object() ? p.value("type", "") : "";
     if (type == "Split" && p.contains("pattern") && p["pattern"].is_object() && p["pattern"].contains("Regex") &&
-        p["pattern"]["Regex"].is_string())
-      regex = p["pattern"]["Regex"].get<std::string>();
-    else if (type == "ByteLevel") {
+        p["pattern"]["Regex"].is_string()) {
+      regexes.push_back(p["pattern"]["Regex"].get<std::string>());
+    } else if (type == "ByteLevel") {
       byte_level = true;
-      byte_level_regex = p.value("use_regex", true);
+      if (p.value("use_regex", true)) regexes.push_back(detail::find_gguf_pre_tokenizer("gpt-2")->regexes[0]);
     } else if (type == "Digits") {
-      digits = true;
+      regexes.push_back(p.value("individual_digits", false) ? "\\p{N}" : "\\p{N}+");
+    } else {
+      return std::nullopt;
     }
   }
-  if (regex == kQwen2Regex && byte_level) return "qwen2";
-  if (regex == kLlama3Regex && byte_level) return "llama-bpe";
-  if (regex.empty() && byte_level && byte_level_regex) return digits ? "smollm" : "gpt-2";
+  return regexes;
+}
+
+bool normalises_to_nfc(const json& tok) {
+  const json& n = tok.value("normalizer", json());
+  if (!n.is_object()) return false;
+  if (n.value("type", "") == "NFC") return true;
+  if (n.value("type", "") == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array())
+    for (const json& part : n["normalizers"])
+      if (part.is_object() && part.value("type", "") == "NFC") return true;
+  return false;
+}
+
+// llama.cpp's converter names a pre-tokenizer by hashing the tokenizer's output on a probe text,
+// which only knows published tokenizers. Here the name is the first of the table row (NOTE [GGUF
+// pre-tokenizers]) whose regexes, NFC normalisation and ignore_merges are the tokenizer.json's:
+// the loader then runs exactly what tokenizer.json runs, whatever the model was called.
+std::string pre_tokenizer_name(const json& tok, const fs::path& file) {
+  const json& pre = tok.value("pre_tokenizer", json());
+  bool byte_level = false;
+  const auto regexes = pre_tokenizer_regexes(pre, byte_level);
+  const bool nfc = normalises_to_nfc(tok);
+  const bool ignore_merges = tok.value("model", json::object()).value("ignore_merges", false);
+  if (regexes && byte_level)
+    for (const detail::GgufPreTokenizer& row : detail::gguf_pre_tokenizers()) {
+      if (row.nfc != nfc || row.ignore_merges != ignore_merges || row.regexes.size() != regexes->size()) continue;
+      if (std::equal(row.regexes.begin(), row.regexes.end(), regexes->begin())) return row.names[0];
+    }
   throw Error(ErrorCode::kUnsupported,
               "'" + file.string() + "': the pre-tokenizer " + pre.dump().substr(0, 300) +
-                  " is not one spore convert recognises (qwen2, llama-bpe, gpt-2, smollm); "
-                  "convert this model with llama.cpp's convert_hf_to_gguf.py");
+                  " (byte-level: " + (byte_level ? "yes" : "no") + ", NFC: " + (nfc ? "yes" : "no") +
+                  ") is none of the " + std::to_string(detail::gguf_pre_tokenizers().size()) +
+                  " that llama.cpp's loader knows; convert this model with llama.cpp's convert_hf_to_gguf.py");
 }
 
 std::string merge_string(const json& m, const fs::path& file) {

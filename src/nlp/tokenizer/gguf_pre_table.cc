@@ -35,7 +35,7 @@ std::vector<GgufPreTokenizer> make_table() {
   // No tokenizer.ggml.pre, or "default": llama.cpp's own fallback list.
   t.push_back({{"default"},
                {"[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2_RE, "\\p{N}+", "[0-9][0-9][0-9]"}});
-  t.push_back({{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
+  t.push_back({{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
                {LLAMA3_RE}, false, true, true});
   t.push_back({{"dbrx", "smaug-bpe"}, {LLAMA3_RE}});
   t.push_back({{"chatglm-bpe"}, {LLAMA3_RE}});
