@@ -11,7 +11,7 @@ on every file of that list it finds (the embedded one always, when fetched) and 
 
 With --spore PATH it also runs Spore's command on each file and prints the agreement table.
 
-    python3 tools/make_perplexity_fixtures.py [--types Q8_0,Q4_K_M] [--spore build/release/bin/spore]
+    python3 tools/make_perplexity_fixtures.py [--types Q8_0,Q4_K_M | --types all] [--spore build/release/bin/spore]
 """
 import argparse
 import glob
@@ -34,6 +34,11 @@ EMBEDDED = os.path.join(ROOT, "models", "smollm2-135m-instruct", "SmolLM2-135M-I
 # The types llama.cpp users download most, plus the legacy ones; Q5_0 is what llama-quantize
 # writes for SmolLM2's 576-wide rows inside Q4_K_M / Q5_K_M (issue 27).
 TYPES = ["Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_0"]
+# --types all: every file type llama-quantize writes (its QUANT_OPTIONS, minus aliases and COPY).
+ALL_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S", "Q5_1", "Q5_0", "Q4_K_M", "Q4_K_S", "Q4_1",
+             "Q4_0", "IQ4_NL", "IQ4_XS", "MXFP4_MOE", "Q3_K_L", "Q3_K_M", "Q3_K_S", "IQ3_M", "IQ3_S", "IQ3_XS",
+             "IQ3_XXS", "Q2_K", "Q2_K_S", "IQ2_M", "IQ2_S", "IQ2_XS", "IQ2_XXS", "IQ1_M", "IQ1_S", "TQ2_0", "TQ1_0",
+             "Q2_0", "Q1_0"]
 CONTEXTS = [128]
 
 
@@ -45,7 +50,7 @@ def peer_env():
 
 def llama_tools():
     """llama-perplexity and llama-quantize, built once into build/peers/llama-build."""
-    tools = [os.path.join(BUILD, "bin", t) for t in ("llama-perplexity", "llama-quantize")]
+    tools = [os.path.join(BUILD, "bin", t) for t in ("llama-perplexity", "llama-quantize", "llama-imatrix")]
     if all(os.path.exists(t) for t in tools):
         return tools
     src = llama_cpp_source(PEERS, [sys.executable, "-m", "pip"])
@@ -53,9 +58,31 @@ def llama_tools():
                     "-DGGML_NATIVE=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                     "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=ON",
                     "-DGGML_OPENMP=OFF"], check=True, env=peer_env())
-    subprocess.run(["nice", "cmake", "--build", BUILD, "-j2", "--target", "llama-perplexity", "llama-quantize"],
+    subprocess.run(["nice", "cmake", "--build", BUILD, "-j2", "--target", "llama-perplexity", "llama-quantize",
+                    "llama-imatrix"],
                    check=True, env=peer_env())
     return tools
+
+
+def importance_matrix(tool):
+    """llama-imatrix over the same text, for the types llama-quantize refuses to write without one
+    (IQ1_*, IQ2_XXS/XS, Q2_K_S)."""
+    path = os.path.join(MODELS, "imatrix.gguf")
+    if not os.path.exists(path):
+        subprocess.run(["nice", tool, "-m", EMBEDDED, "-f", TEXT, "-c", "128", "-o", path], check=True,
+                       capture_output=True, env=peer_env())
+    return path
+
+
+def quantize(tool, imatrix_tool, ftype, path):
+    """llama-quantize --allow-requantize from the embedded file; retried with an importance matrix
+    when the type needs one. Returns whether the matrix was used."""
+    cmd = ["nice", tool, "--allow-requantize", EMBEDDED, path, ftype]
+    if subprocess.run(cmd, capture_output=True, env=peer_env()).returncode == 0:
+        return False
+    subprocess.run(cmd[:2] + ["--imatrix", importance_matrix(imatrix_tool)] + cmd[2:], check=True,
+                   capture_output=True, env=peer_env())
+    return True
 
 
 def llama_perplexity(tool, model, ctx, threads):
@@ -91,14 +118,13 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(EMBEDDED):
         sys.exit(f"{EMBEDDED} is missing: run scripts/fetch-model.sh first")
-    perplexity_tool, quantize_tool = llama_tools()
+    perplexity_tool, quantize_tool, imatrix_tool = llama_tools()
     os.makedirs(MODELS, exist_ok=True)
     files = [("Q4_1 (embedded)", EMBEDDED)]
-    for t in [t for t in a.types.split(",") if t]:
+    for t in ALL_TYPES if a.types == "all" else [t for t in a.types.split(",") if t]:
         path = os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf")
         if not os.path.exists(path):
-            subprocess.run(["nice", quantize_tool, "--allow-requantize", EMBEDDED, path, t], check=True,
-                           capture_output=True, env=peer_env())
+            quantize(quantize_tool, imatrix_tool, t, path)
         files.append((t, path))
     version = os.path.basename(os.path.dirname(os.path.dirname(llama_cpp_source(PEERS, [sys.executable, "-m", "pip"]))))
     rows = []

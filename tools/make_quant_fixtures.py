@@ -18,7 +18,9 @@ Spore's dequantisers and matmul_q kernels.
 The versions of gguf, numpy and llama.cpp and every file's SHA-256 are recorded in
 tests/fixtures/quant/versions.json.
 
-Run with the peers' venv (scripts/install-py-peers.sh llm, or `pip install gguf numpy`):
+Run with the peers' venv (scripts/install-py-peers.sh llm, or `pip install gguf numpy`) and the
+sdist's own gguf-py first on the path (PyPI's gguf 0.19 does not know Q2_0):
+    PYTHONPATH=build/peers/llama_cpp_python-0.3.36/vendor/llama.cpp/gguf-py \
     .venv-peers/bin/python tools/make_quant_fixtures.py [--llama-quantize PATH]
 """
 import argparse
@@ -40,6 +42,8 @@ WORK = os.path.join(ROOT, "build", "quant-fixtures")
 
 # llama-quantize's ftype names: the types llama.cpp users download, and the ones Spore reads
 # (IQ1/IQ2/IQ3 need an importance matrix: not made here).
+# Q1_0 / Q2_0 are not among them: llama-quantize has no fallback type for them, and refuses the
+# 160-wide rows (tools/make_perplexity_fixtures.py runs Q2_0 on SmolLM2, whose 576 divides by 64).
 FTYPES = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0"]
 
 # The model: llama, 2 layers, hidden 160 (5 heads of 32, 1 KV head), MLP 256, vocabulary 256.
@@ -56,7 +60,7 @@ def sha256_file(path):
 
 # ---- 1. blocks --------------------------------------------------------------------------------
 # Where each type keeps its float16 scales (d, second scale / min), to be set to sane values.
-SCALES = {"Q4_0": (0, None), "Q4_1": (0, 2), "Q5_0": (0, None), "Q5_1": (0, 2), "Q8_0": (0, None),
+SCALES = {"Q1_0": (0, None), "Q2_0": (0, None), "Q4_0": (0, None), "Q4_1": (0, 2), "Q5_0": (0, None), "Q5_1": (0, 2), "Q8_0": (0, None),
           "Q2_K": (80, 82), "Q3_K": (108, None), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208, None),
           "IQ4_NL": (0, None), "IQ4_XS": (0, None), "TQ1_0": (52, None), "TQ2_0": (64, None),
           "IQ2_XXS": (0, None), "IQ2_XS": (0, None), "IQ2_S": (0, None), "IQ3_XXS": (0, None), "IQ3_S": (0, None),
@@ -65,7 +69,28 @@ SCALES = {"Q4_0": (0, None), "Q4_1": (0, 2), "Q5_0": (0, None), "Q5_1": (0, 2), 
 
 BLOCK_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K",
                "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S",
-               "IQ1_S", "IQ1_M"]
+               "IQ1_S", "IQ1_M", "NVFP4", "Q1_0", "Q2_0"]  # new types last: the earlier ones keep their bytes
+
+
+def dequantize_any(raw, qt):
+    """gguf.quants' dequantisation, and for the types it has no class for (Q8_K, Q1_0, Q2_0) their
+    layouts' formulas from ggml-common.h / ggml-quants.c in numpy."""
+    import gguf
+    from gguf.quants import dequantize
+    T = gguf.GGMLQuantizationType
+    block, nbytes = gguf.GGML_QUANT_SIZES[qt]
+    blocks = np.asarray(raw, np.uint8).reshape(-1, nbytes)
+    if qt == T.Q8_K:  # f32 d, int8 q[256]
+        d = blocks[:, 0:4].copy().view(np.float32)
+        return (d * blocks[:, 4:260].view(np.int8).astype(np.float32)).reshape(-1)
+    if qt in (T.Q1_0, T.Q2_0):  # f16 d, then 1-bit signs (bit j % 8 of byte j / 8) or 2-bit q - 1
+        d = blocks[:, 0:2].copy().view(np.float16).astype(np.float32)
+        bits = 1 if qt == T.Q1_0 else 2
+        per = 8 // bits
+        q = (blocks[:, 2:, None] >> (bits * np.arange(per, dtype=np.uint8))) & ((1 << bits) - 1)
+        q = q.reshape(len(blocks), block).astype(np.float32)
+        return (d * (2 * q - 1 if qt == T.Q1_0 else q - 1)).reshape(-1)
+    return dequantize(raw, qt).reshape(-1)
 
 
 def random_blocks(gguf, name, n_blocks, rng):
@@ -83,6 +108,9 @@ def random_blocks(gguf, name, n_blocks, rng):
             raw[b, 0:4] = np.array([0.001 * (1 + b % 4)], np.float32).view(np.uint8)
     elif name == "MXFP4":
         raw[:, 0] = 118 + np.arange(n_blocks) % 8
+    elif name == "NVFP4":  # UE4M3 scales, exponent 3..5 (2^-4 .. 2^-2), every mantissa
+        for s in range(4):
+            raw[:, s] = ((3 + (np.arange(n_blocks) + s) % 3) << 3) | ((np.arange(n_blocks) + 3 * s) % 8)
     elif name == "IQ1_M":  # the float16 d's four nibbles sit in the top of the four scale words
         for b in range(n_blocks):
             d = int(np.array([0.01 + 0.002 * (b % 5)], np.float16).view(np.uint16)[0])
@@ -92,21 +120,15 @@ def random_blocks(gguf, name, n_blocks, rng):
 
 
 def make_blocks(gguf):
-    from gguf.quants import dequantize
     rng = np.random.default_rng(27)
     w = gguf.GGUFWriter(os.path.join(OUT, "blocks.gguf"), "spore-quant-blocks")
     for name in BLOCK_TYPES:
         qt = gguf.GGMLQuantizationType[name]
         rows = 2
-        n_blocks = 6 if gguf.GGML_QUANT_SIZES[qt][0] == 256 else 12  # per row: k = 1536 or 384
+        n_blocks = {256: 6, 128: 3, 64: 6}.get(gguf.GGML_QUANT_SIZES[qt][0], 12)  # per row: k = 1536 or 384
         raw, block = random_blocks(gguf, name, rows * n_blocks, rng)
         raw = raw.reshape(rows, -1)
-        if name == "Q8_K":  # gguf.quants has no Q8_K: its layout's formula (f32 d, int8 q[256]) in numpy
-            blocks = raw.reshape(-1, gguf.GGML_QUANT_SIZES[qt][1])
-            d = blocks[:, 0:4].copy().view(np.float32)
-            expected = (d * blocks[:, 4:260].view(np.int8).astype(np.float32)).reshape(rows, n_blocks * block)
-        else:
-            expected = dequantize(raw, qt).astype(np.float32).reshape(rows, n_blocks * block)
+        expected = dequantize_any(raw, qt).astype(np.float32).reshape(rows, n_blocks * block)
         w.add_tensor(name.lower(), raw, raw_dtype=qt)
         w.add_tensor(name.lower() + ".expected", expected)
     w.write_header_to_file()
@@ -269,12 +291,11 @@ def forward(weights, types, tokens):
 
 
 def reference_of(gguf, path):
-    from gguf.quants import dequantize
     r = gguf.GGUFReader(path)
     weights, types, tensors = {}, {}, {}
     for t in r.tensors:
         shape = [int(x) for x in reversed(t.shape.tolist())]
-        f = dequantize(np.asarray(t.data), t.tensor_type).astype(np.float32).reshape(shape)
+        f = dequantize_any(np.asarray(t.data), t.tensor_type).astype(np.float32).reshape(shape)
         weights[t.name] = f.astype(np.float64)
         types[t.name] = t.tensor_type.name
         tensors[t.name] = {"type": t.tensor_type.name, "sha256": hashlib.sha256(f.tobytes()).hexdigest()}
@@ -313,7 +334,10 @@ def main():
               f"greedy margin {refs[ft.lower()]['greedy_min_margin']:.4f}")
     with open(os.path.join(OUT, "llama_reference.json"), "w") as f:
         json.dump(refs, f, indent=0)
-    versions = {"gguf": __import__("importlib.metadata").metadata.version("gguf"), "numpy": np.__version__,
+    where = os.path.relpath(os.path.dirname(os.path.dirname(gguf.__file__)), ROOT)
+    gguf_version = (f"gguf-py of {where}" if not where.startswith("..") and "site-packages" not in where
+                    else __import__("importlib.metadata").metadata.version("gguf"))
+    versions = {"gguf": gguf_version, "numpy": np.__version__,
                 "quantizer": os.path.relpath(quantize, ROOT),
                 "llama_cpp_source": sorted(os.path.basename(t) for t in glob.glob(os.path.join(PEERS, "llama_cpp_python-*.tar.gz"))),
                 "sha256": {os.path.basename(p): sha256_file(p) for p in sorted(glob.glob(os.path.join(OUT, "*")))

@@ -30,6 +30,11 @@
 //   tq2_0 256 / 66: qs[64], f16 d; 2-bit q: x = d * (q - 1).
 //   tq1_0 256 / 54: qs[48], qh[4], f16 d; five (four in qh) base-3 digits per byte, x = d * (t - 1).
 //   mxfp4 32 / 17:  u8 e (E8M0), qs[16]; x = 2^(e - 128) * kMxfp4Values[nibble] (doubled e2m1).
+//   nvfp4 64 / 36:  u8 d[4] (UE4M3, one per 16 values), qs[32]; sub-block s of 16: element j < 8
+//                   the low nibble of qs[8 s + j], j + 8 its high nibble; x = nvfp4_scale(d[s]) *
+//                   kMxfp4Values[nibble].
+//   q1_0 128 / 18:  f16 d, qs[16]; element j is bit j % 8 of qs[j / 8]: x = bit ? d : -d.
+//   q2_0  64 / 18:  f16 d, qs[16]; element j is bits 2 (j % 4) of qs[j / 4]: x = d * (q - 1).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -48,9 +53,9 @@ enum class GgmlType : uint32_t {
   kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kIQ2_XXS = 16,
   kIQ2_XS = 17, kIQ3_XXS = 18, kIQ1_S = 19, kIQ4_NL = 20, kIQ3_S = 21, kIQ2_S = 22, kIQ4_XS = 23,
   kI8 = 24, kI16 = 25, kI32 = 26, kI64 = 27, kF64 = 28, kIQ1_M = 29, kBF16 = 30, kTQ1_0 = 34,
-  kTQ2_0 = 35, kMXFP4 = 39,
+  kTQ2_0 = 35, kMXFP4 = 39, kNVFP4 = 40, kQ1_0 = 41, kQ2_0 = 42,
 };
-inline constexpr int kNumGgmlTypes = 40;  // ids are below this
+inline constexpr int kNumGgmlTypes = 43;  // ids are below this
 
 // How matmul_q feeds activations to a type's kernel (NOTE [Quantized kernels]).
 enum class QuantActivations : uint8_t {
@@ -136,5 +141,8 @@ inline int tq1_digit(const uint8_t* b, int e) {
 }
 // mxfp4's E8M0 scale, halved (2^(e - 128)), as a float32 (e < 2 gives a subnormal).
 float mxfp4_scale(uint8_t e);
+// nvfp4's UE4M3 scale, halved as mxfp4's (ggml's table values are doubled e2m1): 4 exponent bits
+// (bias 7, subnormal below 1), 3 mantissa bits, bit 7 ignored; 0 and 0x7F (NaN) read as 0.
+float nvfp4_scale(uint8_t e);
 
 }  // namespace spore

@@ -57,6 +57,9 @@ void dequantize_iq4_xs(const uint8_t* b, float* y);
 void dequantize_tq1_0(const uint8_t* b, float* y);
 void dequantize_tq2_0(const uint8_t* b, float* y);
 void dequantize_mxfp4(const uint8_t* b, float* y);
+void dequantize_nvfp4(const uint8_t* b, float* y);
+void dequantize_q1_0(const uint8_t* b, float* y);
+void dequantize_q2_0(const uint8_t* b, float* y);
 
 // Grid types (quant_blocks_grid.cc), codebooks in quant_grids.h.
 void dequantize_iq2_xxs(const uint8_t* b, float* y);

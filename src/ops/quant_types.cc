@@ -40,6 +40,10 @@ constexpr QuantTraits kRows[] = {
     {G::kQ8_1, "Q8_1", "q8_1", 32, 36, kU8, dequantize_q8_1, nullptr, A::kNone, G::kQ8_1},
     {G::kIQ4_NL, "IQ4_NL", "iq4_nl", 32, 18, kU8, dequantize_iq4_nl, nullptr, A::kQ8Groups, G::kQ8_0},
     {G::kMXFP4, "MXFP4", "mxfp4", 32, 17, kU8, dequantize_mxfp4, nullptr, A::kQ8Groups, G::kQ8_0},
+    // blocks of 64 and 128 (groups of 32 for the kernels)
+    {G::kNVFP4, "NVFP4", "nvfp4", 64, 36, kU8, dequantize_nvfp4, nullptr, A::kQ8Groups, G::kQ8_0},
+    {G::kQ2_0, "Q2_0", "q2_0", 64, 18, kU8, dequantize_q2_0, nullptr, A::kQ8Groups, G::kQ8_0},
+    {G::kQ1_0, "Q1_0", "q1_0", 128, 18, kU8, dequantize_q1_0, nullptr, A::kQ8Groups, G::kQ8_0},
     // blocks of 256
     {G::kQ2_K, "Q2_K", "q2_k", 256, 84, kU8, dequantize_q2_k, nullptr, A::kQ8Groups, G::kQ8_K},
     {G::kQ3_K, "Q3_K", "q3_k", 256, 110, kU8, dequantize_q3_k, nullptr, A::kQ8Groups, G::kQ8_K},

@@ -24,7 +24,7 @@ ScaleAt scale_at(GgmlType t) {
   switch (t) {
     case GgmlType::kQ5_0: case GgmlType::kIQ4_NL: case GgmlType::kIQ4_XS: case GgmlType::kIQ2_XXS:
     case GgmlType::kIQ2_XS: case GgmlType::kIQ2_S: case GgmlType::kIQ3_XXS: case GgmlType::kIQ3_S:
-    case GgmlType::kIQ1_S: return {0, -1};
+    case GgmlType::kIQ1_S: case GgmlType::kQ1_0: case GgmlType::kQ2_0: return {0, -1};
     case GgmlType::kQ5_1: case GgmlType::kQ5_K: return {0, 2};
     case GgmlType::kQ6_K: return {208, -1};
     case GgmlType::kQ2_K: return {80, 82};
@@ -50,6 +50,8 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n, int64_t k, uint32_t see
       const uint16_t d = float_to_half_bits(0.01f + 0.001f * (float)(blk % 7));
       const uint16_t m = float_to_half_bits(0.004f * ((float)(blk % 5) - 2));
       if (t == GgmlType::kMXFP4) b[0] = (uint8_t)(118 + blk % 6);  // 2^-10 .. 2^-5
+      if (t == GgmlType::kNVFP4)  // UE4M3 scales 2^-4 .. 2^-2 with every mantissa
+        for (int s = 0; s < 4; ++s) b[s] = (uint8_t)(((3 + (blk + s) % 3) << 3) | ((blk + 3 * s) % 8));
       if (t == GgmlType::kIQ1_M)  // d's four nibbles sit in the top of the four scale words
         for (int w = 0; w < 4; ++w) b[49 + 2 * w] = (uint8_t)((b[49 + 2 * w] & 0x0F) | (((d >> (4 * w)) & 0xF) << 4));
       if (at.d >= 0) std::memcpy(b + at.d, &d, 2);
@@ -133,8 +135,9 @@ TEST(MatmulQ, EveryBlockTypeMatchesDequantisedFloat64) {
       else
         for (int64_t m : {1, 6}) check_type(q.type, m, 21, 512);
     }
-    // q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 q2_k..q6_k iq4_xs tq1_0 tq2_0, and the 7 grid types
-    EXPECT_EQ(types, 22);
+    // q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 q2_k..q6_k iq4_xs tq1_0 tq2_0, the 7 grid types, nvfp4
+    // (blocks of 64), q2_0 (64) and q1_0 (128)
+    EXPECT_EQ(types, 25);
   });
 }
 
