@@ -153,13 +153,18 @@ void Server::Impl::load() {
 }
 
 void Server::Impl::routes() {
-  // DNS-rebinding defence, then authentication on every route but /health (NOTE [HTTP transport]).
+  // DNS-rebinding defence, then authentication on every route but /health and the chat page
+  // (NOTE [HTTP transport]).
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (auto refused = check_host_and_origin(req, *host_check)) {
       send_error(res, *refused);
       return HttpServer::HandlerResponse::Handled;
     }
-    if (options.api_key.empty() || req.path == "/health") return HttpServer::HandlerResponse::Unhandled;
+    // The chat page itself holds no data (it asks for the key and sends it on every API call);
+    // requiring the key for it would make the page unusable with --api-key, since a browser
+    // cannot add a header to a navigation.
+    const bool public_route = req.path == "/health" || (req.method == "GET" && req.path == "/");
+    if (options.api_key.empty() || public_route) return HttpServer::HandlerResponse::Unhandled;
     if (bearer_key_matches(req.get_header_value("Authorization"), options.api_key))
       return HttpServer::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Missing or wrong API key; send the header 'Authorization: Bearer <key>'",

@@ -4,7 +4,11 @@
 // token and tokens/s while the answer streams (exact counts from the usage chunk at the end), and
 // aborts the fetch on Stop: the server sees the closed connection and frees the slot. Errors (an
 // HTTP error object, an error event inside the stream, a dropped connection) are shown in the
-// conversation. tests/serve/chat_page_browser_test.py drives it in headless Chromium.
+// conversation. The model picker lists /v1/models and names the chosen model in each request; the
+// JSON switch asks for response_format json_object (the grammar engine keeps the answer a JSON
+// object); the API key field (for `spore serve --api-key`; kept in sessionStorage, sent as
+// "Authorization: Bearer") reloads the model list when it changes. The page itself is served
+// without the key. tests/serve/chat_page_browser_test.py drives it in headless Chromium.
 #include "serve/web_page.h"
 
 namespace spore::serve {
@@ -23,14 +27,17 @@ main{max-width:46rem;margin:0 auto;padding:1rem;display:flex;flex-direction:colu
 .assistant{background:#fff;border:1px solid #ddd}.assistant::before{content:'model'}
 .error{background:#f8d7d7;color:#700}.error::before{content:'error'}
 #figures{font-size:.8rem;color:#555;min-height:1.2em;margin:.3rem 0}
-#settings{font-size:.8rem;color:#555;margin:.3rem 0}#settings input{width:4.5rem}
+#settings{font-size:.8rem;color:#555;margin:.3rem 0}#settings input{width:4.5rem}#settings #api_key{width:9rem}
+#settings #json_mode{width:auto}h3 select{font:inherit;font-size:.8rem}
 form{display:flex;gap:.5rem}textarea{flex:1;font:inherit;padding:.5rem}button{font:inherit;padding:.5rem 1rem}
 </style></head><body><main>
-<h3>spore chat <small id="model"></small></h3>
+<h3>spore chat <select id="model" title="model"></select></h3>
 <div id="log"></div>
 <div id="figures"></div>
 <div id="settings"><label>max tokens <input id="max_tokens" type="number" min="1" value="512"></label>
 <label>temperature <input id="temperature" type="number" min="0" max="2" step="0.1" value="0.7"></label>
+<label title="answer with a JSON object (response_format json_object)"><input id="json_mode" type="checkbox"> JSON</label>
+<label>API key <input id="api_key" type="password" autocomplete="off" placeholder="if the server needs one"></label>
 <button id="clear" type="button">New chat</button></div>
 <form id="form"><textarea id="input" rows="2" placeholder="Say something (Enter sends, Shift+Enter: new line)"></textarea>
 <button id="send" type="submit">Send</button><button id="stop" type="button" disabled>Stop</button></form>
@@ -39,7 +46,20 @@ form{display:flex;gap:.5rem}textarea{flex:1;font:inherit;padding:.5rem}button{fo
 const $=id=>document.getElementById(id);
 const log=$('log'),input=$('input'),figures=$('figures'),sendBtn=$('send'),stopBtn=$('stop');
 let messages=[],controller=null;
-fetch('/v1/models').then(r=>r.json()).then(j=>{if(j.data&&j.data[0])$('model').textContent=j.data[0].id;}).catch(()=>{});
+const keyInput=$('api_key'),modelPick=$('model');
+keyInput.value=sessionStorage.getItem('spore_api_key')||'';
+function headers(){const h={'Content-Type':'application/json'};const k=keyInput.value.trim();if(k)h.Authorization='Bearer '+k;return h;}
+async function loadModels(){
+  modelPick.textContent='';modelPick.dataset.state='loading';
+  try{const r=await fetch('/v1/models',{headers:headers()});
+    if(r.status===401){figures.textContent='This server needs an API key: enter it above.';modelPick.dataset.state='needs_key';return;}
+    if(!r.ok)throw new Error(await errorText(r));
+    for(const m of (await r.json()).data||[]){const o=document.createElement('option');o.value=o.textContent=m.id;modelPick.appendChild(o);}
+    modelPick.dataset.state='loaded';if(!controller&&!figures.dataset.state)figures.textContent='';
+  }catch(err){figures.textContent='Cannot list the models: '+(err.message||err);modelPick.dataset.state='error';}
+}
+keyInput.addEventListener('change',()=>{sessionStorage.setItem('spore_api_key',keyInput.value.trim());loadModels();});
+loadModels();
 function add(role,text){const d=document.createElement('div');d.className='msg '+role;d.textContent=text;log.appendChild(d);log.scrollTop=log.scrollHeight;return d;}
 // The server's error object, or the HTTP status when the body is not one.
 async function errorText(r){const t=await r.text();try{const j=JSON.parse(t);if(j.error&&j.error.message)return j.error.message+' ('+r.status+')';}catch(e){}return 'HTTP '+r.status+(t?': '+t.slice(0,200):'');}
@@ -60,8 +80,9 @@ $('form').onsubmit=async e=>{
   const body={messages,stream:true,stream_options:{include_usage:true}};
   const mt=parseInt($('max_tokens').value,10),temp=parseFloat($('temperature').value);
   if(mt>0)body.max_tokens=mt;if(temp>=0)body.temperature=temp;
+  if(modelPick.value)body.model=modelPick.value;if($('json_mode').checked)body.response_format={type:'json_object'};
   try{
-    const r=await fetch('/v1/chat/completions',{method:'POST',headers:{'Content-Type':'application/json'},signal:controller.signal,body:JSON.stringify(body)});
+    const r=await fetch('/v1/chat/completions',{method:'POST',headers:headers(),signal:controller.signal,body:JSON.stringify(body)});
     if(!r.ok)throw new Error(await errorText(r));
     const reader=r.body.getReader(),dec=new TextDecoder();let buf='',finished=false;
     for(;;){const {done,value}=await reader.read();if(done)break;buf+=dec.decode(value,{stream:true});

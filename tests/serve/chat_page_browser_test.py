@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """The chat page at / in headless Chromium (Debian's chromium + chromium-driver, driven by
-Debian's python3-selenium): it sends a message and shows the answer as it streams, with time to
-first token and tokens/s; the streamed text is the server's own greedy answer; Stop aborts a long
-generation and the server frees the slot (read back from /metrics); a request the server refuses
-shows the server's error message. A screenshot is kept in <build>/test-outputs/.
+Debian's python3-selenium), against a server started with --api-key: the page loads without the
+key, says it needs one, and lists the models once it is entered; it sends a message and shows the
+answer as it streams, with time to first token and tokens/s; the streamed text is the server's own
+greedy answer for the chosen model; Stop aborts a long generation and the server frees the slot
+(read back from /metrics); a request the server refuses shows the server's error message; the
+JSON switch gives the server's json_object answer; a wrong key shows the 401. A screenshot is kept
+in <build>/test-outputs/.
 
 Usage: chat_page_browser_test.py SPORE_BINARY MODEL OUTPUT_DIR. Exit 77 (ctest: skipped) with the
 reason when Chromium, its driver, Selenium or the model is absent.
@@ -18,6 +21,7 @@ import time
 import urllib.request
 
 SKIP = 77
+KEY = "chat-page-test-key"
 
 
 def skip(why):
@@ -45,7 +49,7 @@ def main():
     # so the page's greedy answer and the JSON one below run the very same chunks (with it, the
     # second would reuse the first's rows and run other matrix shapes; a near tie could flip).
     server = subprocess.Popen([spore, "serve", "--model", model, "--port", "0", "--slots", "2", "--ctx", "1024",
-                               "--threads", "2", "--no-prefix-cache"], stderr=subprocess.PIPE, text=True)
+                               "--threads", "2", "--no-prefix-cache", "--api-key", KEY], stderr=subprocess.PIPE, text=True)
     base = None
     try:
         for line in server.stderr:
@@ -78,7 +82,7 @@ def main():
 
 def api(base, path, body=None):
     req = urllib.request.Request(base + path, data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + KEY})
     with urllib.request.urlopen(req, timeout=120) as r:
         return r.read().decode()
 
@@ -99,8 +103,19 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
     try:
         driver.get(base + "/")
         wait = WebDriverWait(driver, 120, poll_frequency=0.05)
-        wait.until(lambda d: d.find_element(By.ID, "model").text != "")
         state = lambda d: d.find_element(By.ID, "figures").get_attribute("data-state")
+        models = lambda d: d.find_element(By.ID, "model").get_attribute("data-state")
+
+        # 0. The page loads without the key and asks for it; with the key the picker lists the
+        #    server's models.
+        wait.until(lambda d: models(d) == "needs_key")
+        assert "API key" in driver.find_element(By.ID, "figures").text
+        enter_key(driver, KEY)
+        wait.until(lambda d: models(d) == "loaded")
+        listed = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#model option")]
+        served = [m["id"] for m in json.loads(api(base, "/v1/models"))["data"]]
+        assert listed == served and listed, (listed, served)
+        print("models listed:", listed)
 
         # 1. A message, answered greedily: the page's streamed text is the server's JSON answer
         #    for the same conversation, and it arrived in several pieces.
@@ -117,7 +132,8 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
         assert state(driver) == "done", driver.find_element(By.ID, "log").text
         answer = driver.find_elements(By.CSS_SELECTOR, ".assistant")[-1].text
         expected = json.loads(api(base, "/v1/chat/completions", {
-            "messages": [{"role": "user", "content": question}], "max_tokens": 24, "temperature": 0}))
+            "model": listed[0], "messages": [{"role": "user", "content": question}], "max_tokens": 24,
+            "temperature": 0}))
         want = expected["choices"][0]["message"]["content"]
         assert answer.strip() == want.strip(), (answer, want)
         pieces = [n for n in driver.execute_script("return window.pieces") if n > 0]
@@ -172,6 +188,36 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
         err = driver.find_elements(By.CSS_SELECTOR, ".error")[-1].text
         assert "temperature" in err and "(400)" in err, err
         print("error shown:", err)
+
+        # 4. JSON mode: the page's answer is the server's json_object answer, a JSON object.
+        driver.find_element(By.ID, "clear").click()
+        set_value(driver, "temperature", "0")
+        set_value(driver, "max_tokens", "48")
+        driver.find_element(By.ID, "json_mode").click()
+        question = "Describe a cat with its name and age."
+        driver.find_element(By.ID, "input").send_keys(question)
+        driver.find_element(By.ID, "send").click()
+        wait.until(lambda d: state(d) in ("done", "error"))
+        assert state(driver) == "done", driver.find_element(By.ID, "log").text
+        answer = driver.find_elements(By.CSS_SELECTOR, ".assistant")[-1].text
+        expected = json.loads(api(base, "/v1/chat/completions", {
+            "model": listed[0], "messages": [{"role": "user", "content": question}], "max_tokens": 48,
+            "temperature": 0, "response_format": {"type": "json_object"}}))
+        want = expected["choices"][0]["message"]["content"]
+        assert answer.strip() == want.strip(), (answer, want)
+        assert answer.lstrip().startswith("{"), answer
+        if expected["choices"][0]["finish_reason"] == "stop":
+            assert isinstance(json.loads(answer), dict), answer
+        print("JSON mode:", answer.strip(), "|", expected["choices"][0]["finish_reason"])
+
+        # 5. A wrong key: the request's 401 is shown.
+        enter_key(driver, "not-the-key")
+        driver.find_element(By.ID, "input").send_keys("Hello?")
+        driver.find_element(By.ID, "send").click()
+        wait.until(lambda d: state(d) == "error")
+        err = driver.find_elements(By.CSS_SELECTOR, ".error")[-1].text
+        assert "API key" in err and "(401)" in err, err
+        print("wrong key shown:", err)
         driver.save_screenshot(shot)
         print("screenshot:", shot)
     except BaseException:
@@ -180,6 +226,14 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
         raise
     finally:
         driver.quit()
+
+
+def enter_key(driver, key):
+    """Types the key as a user would; the page acts on the field's change event."""
+    field = driver.find_element("id", "api_key")
+    field.clear()
+    field.send_keys(key)
+    driver.execute_script("document.getElementById('api_key').dispatchEvent(new Event('change'))")
 
 
 def set_value(driver, element_id, value):

@@ -225,6 +225,18 @@ TEST_F(ServeTransport, AuthorizationSchemeIsCaseInsensitive) {
   EXPECT_EQ(ask(get("/v1/models", std::string("Authorization: Basic ") + kKey + "\r\n")).status, 401);
 }
 
+// The chat page is served without the key (a browser cannot add a header to a navigation; the
+// page asks for the key and sends it on each API call); nothing else at / is.
+TEST_F(ServeTransport, ChatPageNeedsNoKeyButTheApiDoes) {
+  const RawAnswer page = ask(get("/"));
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("id=\"api_key\""), std::string::npos);
+  EXPECT_EQ(ask(get("/v1/models")).status, 401);
+  EXPECT_EQ(ask(get("/metrics")).status, 401);
+  EXPECT_EQ(ask(get("/?x=1")).status, 200);
+  EXPECT_EQ(ask("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}").status, 401);
+}
+
 // DNS rebinding: a page on evil.example (resolving to 127.0.0.1) sends Host: evil.example:PORT
 // and Origin: http://evil.example:PORT. Both are refused, with the key or without.
 TEST_F(ServeTransport, ForeignHostOrOriginIsRefused) {
