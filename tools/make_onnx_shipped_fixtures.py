@@ -144,6 +144,32 @@ def write_if_models(out):
     np.save(os.path.join(d, "set0_input_0.npy"), rng.standard_normal((2, 3)).astype(np.float32))
 
 
+def write_unknown_dims_model(out):
+    """paddle2onnx's spelling of unknown extents: every one is dim_param "?", height and width
+    alike (unrelated dimensions), feeding stride-2 convolutions, whose outputs are the same size
+    for consecutive input sizes (a mapping that guessed extents 5 and 6 would take the width as
+    fixed)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(2)
+    w1 = helper.make_tensor("w1", TensorProto.FLOAT, [4, 2, 3, 3], rng.standard_normal(72).astype(np.float32).tolist())
+    w2 = helper.make_tensor("w2", TensorProto.FLOAT, [3, 4, 3, 3], rng.standard_normal(108).astype(np.float32).tolist())
+    conv = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], **conv), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "w2"], ["y"], **conv)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "?", "?"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, "?", "?"])
+    m = helper.make_model(helper.make_graph(nodes, "unknown_dims", [x], [y], [w1, w2]),
+                          opset_imports=[helper.make_opsetid("", 11)])
+    d = os.path.join(out, "paddle_unknown_dims_opset11")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for j, (h, w) in enumerate([(16, 40), (24, 17), (9, 9)]):
+        np.save(os.path.join(d, f"set{j}_input_0.npy"), rng.standard_normal((1, 2, h, w)).astype(np.float32))
+
+
 def declare_minus_one(path, input_name):
     """Rewrites an input's symbolic extents as -1, as some exporters write them."""
     import onnx
@@ -187,6 +213,7 @@ def main():
     os.makedirs(out)
     subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "--export-torch", out], check=True)
     write_if_models(out)
+    write_unknown_dims_model(out)
     declare_minus_one(os.path.join(out, "yolo_neck_opset13", "model.onnx"), "x")
     add_reference_outputs(out)
 

@@ -143,7 +143,12 @@ Model Model::build_from_file(const std::filesystem::path& path, ModelType type, 
     if (!f) throw Error(ErrorCode::kIO, "cannot read model file " + label);
     try {
       m = onnx::read_onnx_bytes(impl->onnx_bytes, label);
-      impl->onnx_bytes.clear();
+      // Kept where an input has a symbolic extent: the graph mapped with stand-in extents may
+      // not hold for the real ones, and is then mapped again from them (predict).
+      bool symbolic = false;
+      for (uint32_t id : m.graph.inputs)
+        for (const ir::Dim& d : m.graph.values[id].dims) symbolic = symbolic || d.symbolic();
+      if (!symbolic) impl->onnx_bytes.clear();
     } catch (const onnx::InputValueNeeded&) {
       impl->map_at_predict = true;
     }
@@ -298,7 +303,20 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& inputs) {
       for (uint32_t id : m.executor->graph().outputs) m.outputs.push_back(info_of(m.executor->graph().values[id], id));
     }
   }
-  if (!m.executor->planned_for(shapes)) m.executor->plan(shapes);
+  if (!m.executor->planned_for(shapes)) {
+    try {
+      m.executor->plan(shapes);
+    } catch (const Error& e) {
+      // NOTE [ONNX dynamic shapes]: the two stand-in extents gave a dimension the same size where
+      // the real input does not (a stride-2 convolution maps 5 and 6 alike), so the probed graph
+      // declares it fixed. Mapped from the real inputs from now on, as a graph that needs input
+      // values is.
+      if (m.map_at_predict || m.onnx_bytes.empty() || e.code() != ErrorCode::kFormat) throw;
+      m.map_at_predict = true;
+      m.executor.reset();
+      return predict(inputs);
+    }
+  }
   return m.executor->run(ready);
 }
 

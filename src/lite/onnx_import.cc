@@ -920,6 +920,14 @@ const std::map<std::string, Handler>& handlers() {
 // (NOTE [ONNX dynamic shapes]).
 bool fixed_extent(const ::onnx::TensorShapeProto::Dimension& dim) { return dim.has_dim_value() && dim.dim_value() >= 0; }
 
+// The symbol of a dynamic dimension: its dim_param, or one of its own where it has none or the
+// anonymous "?" (paddle2onnx writes "?" for every unknown extent, of unrelated dimensions: one
+// name would tie an image's height to its width; ONNX Runtime does not tie them either).
+std::string dim_symbol(const ::onnx::TensorShapeProto::Dimension& dim, const std::string& value, int d) {
+  const std::string& p = dim.dim_param();
+  return p.empty() || p == "?" ? value + ":" + std::to_string(d) : p;
+}
+
 // Every node's op, in the graph and its If branches, is one the table maps: checked before any
 // mapping, so that an unmapped op is refused at load even where the mapping itself waits for
 // predict's inputs.
@@ -1038,7 +1046,7 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
         probe_shape.push_back(dim.dim_value());
         continue;
       }
-      symbol = dim.dim_param().empty() ? in.name() + ":" + std::to_string(d) : dim.dim_param();
+      symbol = dim_symbol(dim, in.name(), d);
       dims.push_back({-1, symbol});
       probe_shape.push_back(extents.at(symbol));
     }
@@ -1120,7 +1128,7 @@ ir::Model map_model(const ModelProto& model, const std::string& label, const std
     const auto& shape = in.type().tensor_type().shape();
     for (int d = 0; d < shape.dim_size(); ++d) {
       if (fixed_extent(shape.dim(d))) continue;
-      const std::string symbol = shape.dim(d).dim_param().empty() ? in.name() + ":" + std::to_string(d) : shape.dim(d).dim_param();
+      const std::string symbol = dim_symbol(shape.dim(d), in.name(), d);
       if (first.count(symbol)) continue;
       const int64_t k = (int64_t)first.size();
       first[symbol] = 5 + 2 * k;
@@ -1176,7 +1184,7 @@ ir::Value declared(const ::onnx::ValueInfoProto& v) {
   for (int d = 0; tt.has_shape() && d < tt.shape().dim_size(); ++d) {
     const auto& dim = tt.shape().dim(d);
     if (fixed_extent(dim)) out.dims.push_back({dim.dim_value(), {}});
-    else out.dims.push_back({-1, dim.dim_param().empty() ? v.name() + ":" + std::to_string(d) : dim.dim_param()});
+    else out.dims.push_back({-1, dim_symbol(dim, v.name(), d)});
   }
   return out;
 }
