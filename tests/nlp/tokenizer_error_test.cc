@@ -51,8 +51,12 @@ TEST(TokenizerErrors, MalformedFilesNameTheField) {
   expect_error([&] { Tokenizer::from_json("{\"model\": ", "bad.json"); }, ErrorCode::kFormat, "not valid JSON");
   expect_error([&] { Tokenizer::from_json("[1]", "bad.json"); }, ErrorCode::kFormat, "JSON object");
   auto j = tiny_json();
-  j["model"]["type"] = "Unigram";
-  expect_error([&] { load(j); }, ErrorCode::kUnsupported, "model type 'Unigram'");
+  j["model"]["type"] = "WordLevel";
+  expect_error([&] { load(j); }, ErrorCode::kUnsupported, "model type 'WordLevel'");
+  j["model"]["type"] = "Unigram";  // with BPE's vocabulary object
+  expect_error([&] { load(j); }, ErrorCode::kFormat, "'model.vocab' must be an array");
+  j["model"]["vocab"] = nlohmann::json::array({nlohmann::json::array({"a", "not a score"})});
+  expect_error([&] { load(j); }, ErrorCode::kFormat, "model.vocab[0]", "[piece, score]");
   j = tiny_json();
   j.erase("model");
   expect_error([&] { load(j); }, ErrorCode::kFormat, "'tokenizer.model' is missing");

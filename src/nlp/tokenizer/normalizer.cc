@@ -120,6 +120,10 @@ void normalize(const std::vector<NormStep>& steps, std::string& text) {
       lowercase(text);
     } else if (auto* s = std::get_if<NormStrip>(&step)) {
       strip(s->left, s->right, text);
+    } else if (auto* c = std::get_if<NormPrecompiled>(&step)) {
+      text = c->charsmap->normalize(text);
+    } else if (auto* n = std::get_if<NormSentencePiece>(&step)) {
+      text = n->normalizer.normalize(text);
     }
   }
 }

@@ -12,6 +12,7 @@
 
 #include "nlp/tokenizer/bpe.h"
 #include "nlp/tokenizer/regex.h"
+#include "nlp/tokenizer/unigram.h"
 #include "nlp/tokenizer/wordpiece.h"
 #include "spore/nlp/tokenizer.h"
 
@@ -24,7 +25,12 @@ struct NormPrepend { std::string text; };
 struct NormReplace { Regex pattern; std::string content; };
 struct NormLowercase {};
 struct NormStrip { bool left, right; };
-using NormStep = std::variant<NormUnicode, NormPrepend, NormReplace, NormLowercase, NormStrip>;
+// Hugging Face's Precompiled: SentencePiece's charsmap alone (spaces are the pre-tokenizers').
+struct NormPrecompiled { std::shared_ptr<const PrecompiledCharsmap> charsmap; };
+// llama.cpp's "ugm": SentencePiece's whole normaliser, spaces escaped as "▁".
+struct NormSentencePiece { SentencePieceNormalizer normalizer; };
+using NormStep = std::variant<NormUnicode, NormPrepend, NormReplace, NormLowercase, NormStrip, NormPrecompiled,
+                              NormSentencePiece>;
 // Applies the steps in order to `text` in place.
 void normalize(const std::vector<NormStep>& steps, std::string& text);
 
@@ -100,6 +106,7 @@ struct Tokenizer::Impl {
   detail::StringIdMap token_ids;
   detail::BpeModel model;
   std::optional<detail::WordPieceModel> wordpiece;  // BERT GGUFs: used instead of `model`
+  std::optional<detail::UnigramModel> unigram;      // SentencePiece Unigram: used instead of `model`
   std::vector<detail::NormStep> normalizers;
   std::vector<detail::PreStep> pre_tokenizers;
   bool has_decoder = false;

@@ -41,6 +41,8 @@ void encode_plain(const Tokenizer::Impl& t, std::string_view raw, bool first,
   auto model_word = [&](std::string_view word) {
     if (t.wordpiece)
       t.wordpiece->encode_word(word, out);
+    else if (t.unigram)
+      t.unigram->encode(word, out);
     else
       t.model.encode_word(word, out);
   };

@@ -2,6 +2,10 @@
 //   llama: SentencePiece BPE merged by score (not merges), byte fallback, "▁" for spaces;
 //   gpt2:  byte-level BPE merged by rank, the pre-tokenizer regexes chosen by tokenizer.ggml.pre
 //          (gguf_pre_table.cc).
+#include <cmath>
+#include <limits>
+#include <memory>
+
 #include "nlp/tokenizer/gguf_pre_table.h"
 #include "nlp/tokenizer/pipeline.h"
 #include "nlp/tokenizer/utf8.h"
@@ -94,6 +98,48 @@ void build_wordpiece(const GgufFile& g, Tokenizer::Impl& t, StringIdMap vocab, s
   t.decoders.emplace_back(DecStrip{" ", 1, 0});
 }
 
+// llama.cpp's "ugm" vocabulary (NOTE [Unigram tokenizers]): normal, user-defined and unused
+// tokens are pieces; the unknown piece scores 10 below the lowest normal one; the text goes
+// through SentencePiece's normaliser (charsmap, dummy prefix, extra spaces) and is segmented whole.
+void build_unigram(const GgufFile& g, Tokenizer::Impl& t, const std::vector<int64_t>& types) {
+  const size_t n = t.tokens.size();
+  UnigramModel u;
+  const std::vector<double> scores = g.contains("tokenizer.ggml.scores") ? g.get_floats("tokenizer.ggml.scores")
+                                                                          : std::vector<double>(n, 0.0);
+  if (scores.size() != n)
+    throw Error(ErrorCode::kFormat, "GGUF file '" + g.source() + "': tokenizer.ggml.scores has " +
+                                        std::to_string(scores.size()) + " entries for " + std::to_string(n) + " tokens");
+  u.scores = scores;
+  u.user_defined.assign(n, 0);
+  double min_score = std::numeric_limits<double>::infinity();
+  SentencePieceNormalizer norm;
+  for (size_t id = 0; id < n; ++id) {
+    const int64_t type = types[id];
+    if (type == kNormal) min_score = std::min(min_score, scores[id]);
+    if (type == kUserDefined) u.user_defined[id] = 1, norm.user_defined.push_back(t.tokens[id]);
+    if (type == kNormal || type == kUserDefined || type == kUnused) {
+      u.pieces.emplace(t.tokens[id], (int32_t)id);
+      u.max_piece_bytes = std::max(u.max_piece_bytes, t.tokens[id].size());
+    }
+  }
+  const std::optional<int32_t> unk = optional_id(g, "tokenizer.ggml.unknown_token_id", n);
+  u.unk = unk.value_or(std::min<int32_t>(2, (int32_t)n - 1));  // llama.cpp's default for t5
+  u.unk_score = (std::isfinite(min_score) ? min_score : 0.0) - 10.0;
+  if (g.contains("tokenizer.ggml.precompiled_charsmap")) {
+    std::string blob;
+    for (int64_t b : g.get_ints("tokenizer.ggml.precompiled_charsmap")) blob += (char)(uint8_t)b;
+    norm.charsmap = std::make_shared<PrecompiledCharsmap>(blob, "GGUF file '" + g.source() + "': tokenizer.ggml.precompiled_charsmap");
+  }
+  norm.add_dummy_prefix = bool_or(g, "tokenizer.ggml.add_space_prefix", false);
+  norm.remove_extra_whitespaces = bool_or(g, "tokenizer.ggml.remove_extra_whitespaces", false);
+  t.normalizers.emplace_back(NormSentencePiece{std::move(norm)});
+  t.unigram = std::move(u);
+  t.has_decoder = true;
+  t.decoders.emplace_back(DecReplace{kSpace, " "});
+  t.decoders.emplace_back(DecFuse{});  // then the one leading space of the whole text goes
+  if (bool_or(g, "tokenizer.ggml.add_space_prefix", false)) t.decoders.emplace_back(DecStrip{" ", 1, 0});
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
@@ -103,9 +149,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     const std::string pre = g.get_string("tokenizer.ggml.pre");
     if (pre == "gemma4" || pre == "granite-embed-multi-311m" || pre == "sarvam-moe") kind = "gemma4";
   }
-  if (kind != "llama" && kind != "gpt2" && kind != "bert" && kind != "gemma4")
+  if (kind != "llama" && kind != "gpt2" && kind != "bert" && kind != "gemma4" && kind != "t5")
     throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" +
-                                             kind + "' is not implemented (supported: llama, gpt2, bert, gemma4)");
+                                             kind + "' is not implemented (supported: llama, gpt2, bert, gemma4, t5)");
   auto t = std::make_shared<Impl>();
   t->source = g.source();
   t->tokens = g.get_strings("tokenizer.ggml.tokens");
@@ -172,6 +218,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     if (prefix) t->decoders.emplace_back(DecStrip{" ", 1, 0});
   } else if (kind == "bert") {
     build_wordpiece(g, *t, std::move(wordpiece_vocab), model.unk);
+  } else if (kind == "t5") {
+    build_unigram(g, *t, types);
   } else if (kind == "gemma4") {
     // SentencePiece-style BPE on raw UTF-8 (llama.cpp's "gemma4" vocabulary): spaces become "▁",
     // the text is cut only at newline runs, merges by rank, byte fallback.

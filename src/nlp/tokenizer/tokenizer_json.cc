@@ -1,5 +1,8 @@
 // Tokenizer::from_json / from_file: a Hugging Face tokenizer.json into a pipeline.
+#include <algorithm>
 #include <fstream>
+#include <limits>
+#include <memory>
 #include <sstream>
 
 #include "nlp/tokenizer/json_fields.h"
@@ -59,8 +62,16 @@ void read_normalizer(const Fields& f, const Json& j, const std::string& field,
   } else if (type == "Strip") {
     out.emplace_back(NormStrip{f.boolean_or(j, "strip_left", field, true),
                                f.boolean_or(j, "strip_right", field, true)});
+  } else if (type == "Precompiled") {
+    // SentencePiece's charsmap, base64 (NOTE [Unigram tokenizers]); empty or null: no mapping.
+    const Json* c = member(j, "precompiled_charsmap");
+    const std::string text = c && !c->is_null() ? f.string_at(*c, field + ".precompiled_charsmap") : "";
+    if (text.empty()) return;
+    const std::optional<std::string> blob = base64_decode(text);
+    if (!blob) bad_field(f.source, field + ".precompiled_charsmap", "is not base64");
+    out.emplace_back(NormPrecompiled{std::make_shared<PrecompiledCharsmap>(*blob, "'" + f.source + "': " + field)});
   } else {
-    unsupported(f.source, field, type, "NFC, NFKC, NFD, NFKD, Prepend, Replace, Lowercase, Strip, Sequence");
+    unsupported(f.source, field, type, "NFC, NFKC, NFD, NFKD, Prepend, Replace, Lowercase, Strip, Precompiled, Sequence");
   }
 }
 
@@ -306,6 +317,37 @@ class TokenizerSax {
   MergeEntry pair_;
 };
 
+// Hugging Face's Unigram model: vocab [[piece, score], ...] by id, unk_id (NOTE [Unigram
+// tokenizers]); the unknown piece scores 10 below the lowest score, as Hugging Face's does.
+void read_unigram(const Fields& f, const Json& m, Tokenizer::Impl& t) {
+  if (f.boolean_or(m, "byte_fallback", "model", false))
+    unsupported(f.source, "model.byte_fallback", "true", "false (Unigram with byte fallback is not implemented)");
+  const Json& vocab = f.array(m, "vocab", "model");
+  UnigramModel u;
+  double min_score = std::numeric_limits<double>::infinity();
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    const std::string field = "model.vocab[" + std::to_string(id) + "]";
+    const Json& e = vocab[id];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+      bad_field(f.source, field, "must be [piece, score]");
+    const std::string piece = e[0].get<std::string>();
+    if (find_invalid_utf8(piece) != kValidUtf8) bad_field(f.source, field, "is not valid UTF-8");
+    const double score = e[1].get<double>();
+    u.pieces.emplace(piece, (int32_t)id);
+    u.scores.push_back(score);
+    u.max_piece_bytes = std::max(u.max_piece_bytes, piece.size());
+    min_score = std::min(min_score, score);
+    if (id >= t.tokens.size()) t.tokens.resize(id + 1);
+    t.tokens[id] = piece;
+  }
+  if (vocab.empty()) bad_field(f.source, "model.vocab", "is empty");
+  u.user_defined.assign(vocab.size(), 0);
+  const Json* unk = member(m, "unk_id");
+  u.unk = unk && !unk->is_null() ? (int32_t)f.integer_at(*unk, "model.unk_id", 0, (int64_t)vocab.size() - 1) : 0;
+  u.unk_score = min_score - 10.0;
+  t.unigram = std::move(u);
+}
+
 void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokenizer::Impl& t,
                 bool byte_level, int64_t max_id) {
   BpeModel& model = t.model;
@@ -314,7 +356,8 @@ void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokeniz
     type = f.string(m, "type", "model");
   else if (member(m, "merges"))
     type = "BPE";  // files older than the "type" field
-  if (type != "BPE") unsupported(f.source, "model", type.empty() ? "<missing>" : type, "BPE");
+  if (type == "Unigram") return read_unigram(f, m, t);
+  if (type != "BPE") unsupported(f.source, "model", type.empty() ? "<missing>" : type, "BPE, Unigram");
   if (const Json* d = member(m, "dropout"))
     if (!d->is_number() || d->get<double>() != 0.0)
       unsupported(f.source, "model.dropout", d->dump(), "null (no dropout when encoding)");
