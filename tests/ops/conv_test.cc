@@ -119,6 +119,11 @@ const std::vector<ConvCase>& conv_cases() {
       {"depthwise multiplier 2, stride 2", {1, 3, 7, 7}, {6, 1, 3, 3}, {{2}, {1}, {1}, 3}},
       {"1x1 stride 2", {2, 5, 5, 4}, {3, 5, 1, 1}, {{2}, {0}, {1}, 1}},
       {"padding larger than kernel", {1, 2, 3, 3}, {2, 2, 2, 2}, {{1}, {3}, {1}, 1}},
+      // few channels under a large kernel (the im2col + gemm path): an STFT-like 1-D
+      // convolution, and a 9x8 kernel with padding, stride and dilation
+      {"1-D, 80 taps, stride 20", {2, 1, 1, 400}, {8, 1, 1, 80}, {{1, 20}, {0}, {1}, 1}},
+      {"9x8 over 2 channels, stride (2,1) padding (3,2) dilation (1,2)", {2, 2, 12, 11}, {3, 2, 9, 8},
+       {{2, 1}, {3, 2}, {1, 2}, 1}},
   };
   return cases;
 }

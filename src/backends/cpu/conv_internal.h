@@ -22,6 +22,10 @@ bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void*
 template <class T>
 void conv_direct(ConvPass pass, const ops::ConvGeometry& g, const T* a, const T* b, T* out);
 
+// The forward pass as im2col + one gemm per image (conv_im2col.cc) where that beats oneDNN: a
+// few input channels under a large kernel. Returns false, touching nothing, for other problems.
+bool conv_im2col_gemm(const ops::ConvGeometry& g, const float* x, const float* w, float* y);
+
 void register_pool_kernels();  // conv_pool.cc
 
 }  // namespace spore::cpu
