@@ -76,12 +76,15 @@ def importance_matrix(tool):
 
 def quantize(tool, imatrix_tool, ftype, path):
     """llama-quantize --allow-requantize from the embedded file; retried with an importance matrix
-    when the type needs one. Returns whether the matrix was used."""
+    when the type needs one. Returns whether the matrix was used, or why the type cannot be made."""
     cmd = ["nice", tool, "--allow-requantize", EMBEDDED, path, ftype]
     if subprocess.run(cmd, capture_output=True, env=peer_env()).returncode == 0:
         return False
-    subprocess.run(cmd[:2] + ["--imatrix", importance_matrix(imatrix_tool)] + cmd[2:], check=True,
-                   capture_output=True, env=peer_env())
+    r = subprocess.run(cmd[:2] + ["--imatrix", importance_matrix(imatrix_tool)] + cmd[2:], capture_output=True,
+                       text=True, env=peer_env())
+    if r.returncode != 0:  # e.g. Q1_0: blocks of 128 and no fallback type for SmolLM2's 576-wide rows
+        why = [line for line in (r.stdout + r.stderr).splitlines() if "fail" in line or "not divisible" in line]
+        return "llama-quantize refuses it: " + (why[0].strip()[:200] if why else "exit %d" % r.returncode)
     return True
 
 
@@ -124,7 +127,10 @@ def main():
     for t in ALL_TYPES if a.types == "all" else [t for t in a.types.split(",") if t]:
         path = os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf")
         if not os.path.exists(path):
-            quantize(quantize_tool, imatrix_tool, t, path)
+            made = quantize(quantize_tool, imatrix_tool, t, path)
+            if isinstance(made, str):
+                print(f"{t:16s} {made}", flush=True)
+                continue
         files.append((t, path))
     version = os.path.basename(os.path.dirname(os.path.dirname(llama_cpp_source(PEERS, [sys.executable, "-m", "pip"]))))
     rows = []
