@@ -92,6 +92,45 @@ INSTANTIATE_TEST_SUITE_P(Families, MoeFixtureTest,
                            return std::get<0>(info.param) + "_" + source_name(std::get<1>(info.param));
                          });
 
+// Quantized experts: spore convert --type q8_0 writes the stacked gate/up experts as Q8_0 (down's
+// rows of 16 fall back to F16, as llama.cpp's do) and the router F32. Each expert's slice of the
+// blocks is that expert's Hugging Face matrix within Q8_0's rounding (half a step of amax / 127 per
+// block of 32), runs through matmul_q in place (nothing resident), and agrees with the product of
+// its dequantised rows (the kernel also rounds x to q8 blocks: 2e-2 here).
+TEST(MoeQuantized, Q8_0ExpertSlicesAreTheirExperts) {
+  const auto dir = scratch_copy("qwen3moe", "q8");
+  write_tokenizer_json(dir);
+  const auto out = dir / "q8.gguf";
+  const auto report = nlp::convert_hf_to_gguf(dir, out, {.type = "q8_0", .name = "", .progress = {}});
+  std::map<std::string, GgmlType> types;
+  for (const auto& t : report.tensors) types[t.name] = t.type;
+  EXPECT_EQ(types.at("blk.1.ffn_gate_exps.weight"), GgmlType::kQ8_0);
+  EXPECT_EQ(types.at("blk.1.ffn_down_exps.weight"), GgmlType::kF16);
+  EXPECT_EQ(types.at("blk.1.ffn_gate_inp.weight"), GgmlType::kF32);  // routers stay F32
+  nlp::LoadOptions o;
+  o.numerics = nlp::LoadOptions::Numerics::kReference;
+  EXPECT_EQ(nlp::load_model(out, o).lm->weight_memory().weights_resident, 0u);
+
+  const auto ws = nlp::open_gguf_weights(std::make_shared<GgufFile>(out));
+  const auto experts = ws->stacked("blk.1.ffn_gate_exps.weight", 8, 16, 32);
+  const SafeTensors hf = load_safetensors(fixture_model("qwen3moe", false) / "model.safetensors");
+  std::vector<float> xv(3 * 32);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.37f * (float)i);
+  const Tensor x = Tensor::from_vector(xv, Shape{3, 32});
+  for (int64_t e = 0; e < 8; ++e) {
+    ASSERT_EQ(experts[e].qtype, GgmlType::kQ8_0);
+    const auto want = hf.at("model.layers.1.mlp.experts." + std::to_string(e) + ".gate_proj.weight").to_vector<float>();
+    const Tensor deq = nlp::weight_to_float(experts[e]);
+    const auto got = deq.to_vector<float>();
+    double amax = 0, err = 0;
+    for (size_t i = 0; i < want.size(); ++i) amax = std::max(amax, std::fabs((double)want[i]));
+    for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::fabs((double)want[i] - got[i]));
+    EXPECT_LE(err, amax / 254 * 1.01) << "expert " << e;
+    EXPECT_LT(logits_diff(nlp::linear(x, experts[e]), matmul(x, transpose(deq, 0, 1))), 2e-2) << "expert " << e;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // config.json and llama.cpp's GGUF metadata describe the same routing.
 TEST(MoeConfig, HfAndLlamaCppGgufAgree) {
   for (const auto& family : kMoe) {
