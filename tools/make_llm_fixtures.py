@@ -22,6 +22,14 @@ hidden 32, 4 query heads over 2 kv heads, vocab 256), seeded, float32:
          scale, query_pre_attn_scalar 16, sliding window 4 on even layers) with soft-caps small
          enough to act on random weights (attention 2, logits 8); eager attention (transformers
          soft-caps only there). No model.gguf.
+  qwen3moe  Qwen3-30B-A3B's structure: 8 experts of 16, top 2 renormalised, q/k norms, head_dim 16
+  qwen2moe  Qwen1.5-MoE's: 4 experts of 16, top 2 not renormalised, a shared expert of 48 behind
+         its sigmoid gate, q/k/v biases
+  mixtral   Mixtral 8x7B's: 4 experts of 32, top 2 renormalised (GGUF: "llama" with experts)
+  deepseek2 DeepSeek-V2's: MiniCPM3's latent attention with its rope on adjacent pairs, a dense
+         first layer, then 8 experts of 16 (top 2, routed_scaling_factor 2) and 2 shared experts
+  (MoE: NOTE [Mixture of experts]; the script asserts the router's top-k margins; no model.gguf:
+  model-llama-cpp.gguf is llama.cpp's converter's, and the tests write spore convert's.)
 Each directory holds
   hf/          config.json, generation_config.json, model.safetensors (transformers' save_pretrained)
   model.gguf   the same weights as GGUF F32, named and laid out as llama.cpp's convert_hf_to_gguf.py
