@@ -15,6 +15,7 @@
 
 #include "model_test_util.h"
 #include "nlp/model_internal.h"
+#include "nlp/models/family.h"
 #include "nlp/models/moe.h"
 #include "spore/gguf.h"
 #include "spore/nlp/convert.h"
@@ -319,6 +320,32 @@ TEST(MoeErrors, TopKBeyondTheExperts) {
   cfg["num_experts_per_tok"] = 2;
   cfg["num_local_experts"] = 0;
   expect_error([&] { nlp::config_from_json(cfg, "mixtral.json"); }, ErrorCode::kFormat, "expert count");
+}
+
+// deepseek2's routing variants from config.json: group_limited_greedy reads its groups (and the
+// decoder's layers take them after the dense ones); groups that do not split the experts evenly
+// or leave fewer than top-k to choose, and a scoring it does not run, are refused by name.
+TEST(MoeConfig, Deepseek2RoutingVariantsAreReadAndChecked) {
+  nlohmann::json j = read_json(fixture_model("deepseek2", false) / "config.json");
+  j["topk_method"] = "group_limited_greedy";
+  j["n_group"] = 4;
+  j["topk_group"] = 2;
+  const auto c = nlp::config_from_json(j, "ds.json");
+  EXPECT_EQ(c.extra.at("n_group"), 4);
+  EXPECT_EQ(c.extra.at("topk_group"), 2);
+  const auto spec = nlp::models::find_family("deepseek2")->decoder(c);
+  EXPECT_EQ(spec.layers[0].moe.experts, 0);  // first_k_dense_replace 1: a dense MLP
+  EXPECT_EQ(spec.layers[1].moe.groups, 4);
+  EXPECT_EQ(spec.layers[1].moe.top_groups, 2);
+  EXPECT_EQ(spec.layers[1].moe.scale, 2.0);
+  EXPECT_EQ(spec.layers[1].moe.shared_ffn, 32);  // 2 shared experts of 16
+  j["n_group"] = 3;
+  expect_error([&] { nlp::config_from_json(j, "ds.json"); }, ErrorCode::kFormat, "ds.json", "n_group 3");
+  j["n_group"] = 8;
+  j["topk_group"] = 1;  // one group of one expert cannot give two
+  expect_error([&] { nlp::config_from_json(j, "ds.json"); }, ErrorCode::kFormat, "topk_group 1");
+  j["topk_method"] = "noaux_tc";
+  expect_error([&] { nlp::config_from_json(j, "ds.json"); }, ErrorCode::kUnsupported, "topk_method", "noaux_tc");
 }
 
 }  // namespace
