@@ -36,16 +36,23 @@ void write_tokenizer_json(const std::filesystem::path& dir) {
   write_text(dir / "tokenizer.json", nlohmann::json{{"model", model}, {"pre_tokenizer", {{"type", "ByteLevel"}}}}.dump());
 }
 
-// spore convert's GGUF of a fixture, written once per process into a scratch directory.
+// spore convert's GGUF of a fixture, written once per process into a scratch directory that is
+// removed at exit.
 std::filesystem::path spore_converted(const std::string& family) {
-  static std::map<std::string, std::filesystem::path> done;
-  auto it = done.find(family);
-  if (it != done.end()) return it->second;
+  struct Scratch {
+    std::map<std::string, std::filesystem::path> files;
+    ~Scratch() {
+      for (const auto& [f, path] : files) std::filesystem::remove_all(path.parent_path());
+    }
+  };
+  static Scratch done;
+  auto it = done.files.find(family);
+  if (it != done.files.end()) return it->second;
   const auto dir = scratch_copy(family, "moe_convert");
   write_tokenizer_json(dir);
   const auto out = dir / (family + ".gguf");
   nlp::convert_hf_to_gguf(dir, out, {.type = "f32", .name = "", .progress = {}});
-  return done[family] = out;
+  return done.files[family] = out;
 }
 
 std::filesystem::path model_path(const std::string& family, Source s) {
