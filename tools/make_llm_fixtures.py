@@ -2,7 +2,8 @@
 """Writes tests/fixtures/llm/<family>/: tiny random-weight causal LMs and Hugging Face's outputs.
 
 Rerun:  /work/main/.venv-peers/bin/python tools/make_llm_fixtures.py [FAMILY ...]
-        (families named: only those, with their seeds unchanged; none: all, and the bad GGUFs)
+        (families named: only those, with their seeds unchanged; none: all, and the bad GGUFs;
+         bad-moe: the MoE bad GGUFs only)
         (scripts/install-py-peers.sh nlp torch llm: transformers, torch, safetensors, gguf)
 
 For each family the structure of a real config in ../shared/data/models/ at tiny sizes (2 layers,
@@ -21,6 +22,14 @@ hidden 32, 4 query heads over 2 kv heads, vocab 256), seeded, float32:
          scale, query_pre_attn_scalar 16, sliding window 4 on even layers) with soft-caps small
          enough to act on random weights (attention 2, logits 8); eager attention (transformers
          soft-caps only there). No model.gguf.
+  qwen3moe  Qwen3-30B-A3B's structure: 8 experts of 16, top 2 renormalised, q/k norms, head_dim 16
+  qwen2moe  Qwen1.5-MoE's: 4 experts of 16, top 2 not renormalised, a shared expert of 48 behind
+         its sigmoid gate, q/k/v biases
+  mixtral   Mixtral 8x7B's: 4 experts of 32, top 2 renormalised (GGUF: "llama" with experts)
+  deepseek2 DeepSeek-V2's: MiniCPM3's latent attention with its rope on adjacent pairs, a dense
+         first layer, then 8 experts of 16 (top 2, routed_scaling_factor 2) and 2 shared experts
+  (MoE: NOTE [Mixture of experts]; the script asserts the router's top-k margins; no model.gguf:
+  model-llama-cpp.gguf is llama.cpp's converter's, and the tests write spore convert's.)
 Each directory holds
   hf/          config.json, generation_config.json, model.safetensors (transformers' save_pretrained)
   model.gguf   the same weights as GGUF F32, named and laid out as llama.cpp's convert_hf_to_gguf.py
@@ -74,10 +83,33 @@ FAMILIES = {
         rope_theta=10000.0, tie_word_embeddings=True, head_dim=8, sliding_window=4, query_pre_attn_scalar=16,
         attn_logit_softcapping=2.0, final_logit_softcapping=8.0, hidden_act=None,
         hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, attn_implementation="eager")),
+    # Mixture of experts (NOTE [Mixture of experts]): router top-k over the experts, per-expert SwiGLU
+    # MLPs; Hugging Face stores one tensor per expert, GGUF one 3-D tensor per projection.
+    "qwen3moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM, dict(
+        rope_theta=1000000.0, tie_word_embeddings=False, head_dim=16, rms_norm_eps=1e-6, num_experts=8,
+        num_experts_per_tok=2, moe_intermediate_size=16, norm_topk_prob=True)),
+    "qwen2moe": (transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM, dict(
+        rope_theta=1000000.0, tie_word_embeddings=False, rms_norm_eps=1e-6, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=16, shared_expert_intermediate_size=48, norm_topk_prob=False)),
+    "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM, dict(
+        rope_theta=1000000.0, tie_word_embeddings=False, num_local_experts=4, num_experts_per_tok=2,
+        intermediate_size=32, sliding_window=None)),
+    "deepseek2": (transformers.DeepseekV2Config, transformers.DeepseekV2ForCausalLM, dict(
+        num_key_value_heads=4, q_lora_rank=16, kv_lora_rank=8, qk_nope_head_dim=8, qk_rope_head_dim=8,
+        v_head_dim=8, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=2,
+        first_k_dense_replace=1, routed_scaling_factor=2.0, norm_topk_prob=False, topk_method="greedy",
+        tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-6)),
 }
 # Families whose GGUF form cannot hold what the fixture tests (mistral's window), or that Spore
 # reads from safetensors only (gemma2).
 NO_GGUF = {"mistral", "gemma2"}
+# Families whose GGUFs come from the converters themselves: model-llama-cpp.gguf by llama.cpp's
+# convert_hf_to_gguf.py (tools/llama_convert.py, with hf/tokenizer.model as its stand-in
+# vocabulary); the tests write spore convert's own at test time. No hand-written model.gguf.
+MOE = {"qwen3moe", "qwen2moe", "mixtral", "deepseek2"}
+# Their seeds, fixed here rather than by their place in FAMILIES (families added elsewhere in the
+# list must not reseed them).
+SEEDS = {"qwen3moe": 2011, "qwen2moe": 2002, "mixtral": 2003, "deepseek2": 2004}
 
 
 def init_weights(model, seed):
@@ -94,9 +126,9 @@ def init_weights(model, seed):
                 # (minicpm3 multiplies its embeddings by scale_emb.)
                 p.copy_(0.3 / getattr(model.config, "scale_emb", 1.0) * torch.randn(p.shape, generator=g))
             elif "o_proj" in name or "down_proj" in name:
-                p.copy_(3.0 * torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+                p.copy_(3.0 * torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1]))
+            else:  # (experts: [experts, out, in], fan-in last as for a matrix)
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1]))
 
 
 def greedy(model, prompt):
@@ -109,6 +141,29 @@ def greedy(model, prompt):
         margins.append(float(top[0] - top[1]))
         ids.append(int(torch.argmax(logits)))
     return ids[len(prompt):], min(margins)
+
+
+def router_margin(model, sequences):
+    """The smallest gap, over every token of `sequences` and every MoE layer, between the k-th and
+    the (k+1)-th router probability: a float32 reordering cannot flip an expert choice when it is
+    far above float32's rounding (the script asserts it)."""
+    k = model.config.num_experts_per_tok
+    gaps = []
+
+    def hook(module, inputs, output):
+        probs = torch.softmax(output[0].float(), dim=-1).sort(dim=-1, descending=True).values
+        gaps.append(float((probs[:, k - 1] - probs[:, k]).min()))
+
+    hooks = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("Router")]
+    assert hooks, "no router modules found"
+    try:
+        for s in sequences:
+            with torch.no_grad():
+                model(torch.tensor([s]))
+    finally:
+        for h in hooks:
+            h.remove()
+    return min(gaps)
 
 
 def permute_llama(w, n_head):
@@ -290,14 +345,24 @@ def make(family, seed):
         cfg.sliding_window = kwargs["sliding_window"]
     assert margin > 1e-3, f"{family}: greedy margin {margin} too small for a stable fixture"
     save_file(logits, str(out / "reference.safetensors"))
+    extra_ref = {}
+    if family in MOE:
+        rmargin = router_margin(model, PROMPTS + [PROMPTS[0] + cont])
+        # float32 router logits of 32 terms move by ~1e-6; a gap 100 times that keeps every choice.
+        assert rmargin > 1e-4, f"{family}: router margin {rmargin} too small for stable expert choices"
+        extra_ref["min_router_margin"] = rmargin
     ref = {"family": family, "transformers": transformers.__version__, "torch": torch.__version__,
            "seed": seed, "prompts": PROMPTS, "greedy_prompt": 0, "greedy": cont,
-           "min_greedy_margin": margin}
+           "min_greedy_margin": margin, **extra_ref}
     (out / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
     state = {k: v for k, v in model.state_dict().items()}
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
-    if family not in NO_GGUF:
+    if family in MOE:
+        from llama_convert import add_tiny_sentencepiece, convert_with_llama_cpp
+        add_tiny_sentencepiece(out / "hf", vocab_size=cfg.vocab_size, identity_normalizer=True)
+        convert_with_llama_cpp(out / "hf", out / "model-llama-cpp.gguf", sentencepiece_vocab=True)
+    elif family not in NO_GGUF:
         write_gguf(out / "model.gguf", family, cfg, state)
     if family in QUANTIZED:
         write_quantized(out, family, cfg, model, state, QUANTIZED[family])
@@ -340,11 +405,47 @@ def write_bad_ggufs():
     finish(header(out / "ok.gguf"), good)
 
 
+def write_bad_moe_ggufs():
+    """tests/fixtures/llm/bad/moe_*.gguf: a one-layer qwen3moe of 4 experts (top 2) in a few KB,
+    whole (moe_ok.gguf, also the gguf fuzz target's MoE seed) and with its stacked expert tensors'
+    leading dimension 3 instead of expert_count 4 (moe_bad_experts.gguf)."""
+    out = ROOT / "bad"
+    out.mkdir(exist_ok=True)
+    V, H, F, E = 8, 4, 4, 4
+    g = np.random.default_rng(7)
+    r = lambda *shape: g.standard_normal(shape).astype(np.float32)
+
+    def write(path, experts_dim):
+        w = gguf.GGUFWriter(str(path), "qwen3moe")
+        for k, v in {"context_length": 16, "embedding_length": H, "block_count": 1, "feed_forward_length": 8,
+                     "head_count": 2, "head_count_kv": 1, "key_length": 2, "value_length": 2, "expert_count": E,
+                     "expert_used_count": 2, "expert_feed_forward_length": F}.items():
+            getattr(w, "add_" + k)(v)
+        w.add_layer_norm_rms_eps(1e-6)
+        tensors = [("token_embd.weight", r(V, H)), ("output_norm.weight", r(H)), ("output.weight", r(V, H)),
+                   ("blk.0.attn_norm.weight", r(H)), ("blk.0.attn_q.weight", r(H, H)), ("blk.0.attn_k.weight", r(2, H)),
+                   ("blk.0.attn_v.weight", r(2, H)), ("blk.0.attn_output.weight", r(H, H)),
+                   ("blk.0.attn_q_norm.weight", r(2)), ("blk.0.attn_k_norm.weight", r(2)), ("blk.0.ffn_norm.weight", r(H)),
+                   ("blk.0.ffn_gate_inp.weight", r(E, H)), ("blk.0.ffn_gate_exps.weight", r(experts_dim, F, H)),
+                   ("blk.0.ffn_up_exps.weight", r(experts_dim, F, H)), ("blk.0.ffn_down_exps.weight", r(experts_dim, H, F))]
+        for name, a in tensors:
+            w.add_tensor(name, a)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+    write(out / "moe_ok.gguf", E)
+    write(out / "moe_bad_experts.gguf", E - 1)
+
+
 if __name__ == "__main__":
     import sys
     only = sys.argv[1:]
     for k, fam in enumerate(FAMILIES):
         if not only or fam in only:
-            make(fam, 1000 + k)
+            make(fam, SEEDS.get(fam, 1000 + k))
     if not only:
         write_bad_ggufs()
+    if not only or "bad-moe" in only:
+        write_bad_moe_ggufs()

@@ -39,6 +39,8 @@ struct Weight {
 Tensor linear(const Tensor& x, const Weight& w, bool ggml = false);
 // Rows of an embedding table for `ids` (each checked by the caller): float32 [ids, cols].
 Tensor embed_rows(const Weight& table, const std::vector<int32_t>& ids);
+// The weight as float32 [rows, cols] (a copy unless it is float32 already).
+Tensor weight_to_float(const Weight& w);
 
 // Tensors of one artifact by name, used in place where their dtype allows.
 class WeightStore {
@@ -48,6 +50,10 @@ class WeightStore {
   // A 2-D weight of exactly [rows, cols]: kFormat naming the tensor and file when absent, kShape
   // when its shape differs, kDType when its type is one the kernels do not take.
   virtual Weight matrix(const std::string& name, int64_t rows, int64_t cols) = 0;
+  // A 3-D weight of exactly [n, rows, cols] (GGUF's stacked experts, NOTE [Mixture of experts])
+  // as n Weights [rows, cols], each a view of its slice: the same errors as matrix, kShape when
+  // the leading dimension is not n. The base refuses (safetensors name each expert's tensor).
+  virtual std::vector<Weight> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols);
   // A 1-D float32 vector of `size` (norm weights, biases); converted when stored otherwise.
   virtual Tensor vector(const std::string& name, int64_t size) = 0;
   virtual std::string source() const = 0;

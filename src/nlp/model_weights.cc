@@ -37,6 +37,25 @@ Tensor embed_rows(const Weight& table, const std::vector<int32_t>& ids) {
   return out;
 }
 
+Tensor weight_to_float(const Weight& w) {
+  if (w.qtype == GgmlType::kF32) return w.data;
+  const QuantTraits& q = quant_traits(w.qtype);
+  if (!q.quantized()) return cast(w.data, DType::kFloat32).contiguous();
+  Tensor out = Tensor::empty(Shape{w.rows, w.cols}, DType::kFloat32, Device::cpu());
+  const Tensor blocks = w.data.contiguous();
+  const size_t row_bytes = quant_row_bytes(w.qtype, w.cols);
+  const auto* base = static_cast<const uint8_t*>(blocks.data_ptr());
+  for (int64_t r = 0; r < w.rows; ++r)
+    dequantize_row(w.qtype, {base + static_cast<size_t>(r) * row_bytes, row_bytes},
+                   {out.data<float>() + r * w.cols, static_cast<size_t>(w.cols)});
+  return out;
+}
+
+std::vector<Weight> WeightStore::stacked(const std::string& name, int64_t, int64_t, int64_t) {
+  throw Error(ErrorCode::kFormat, source() + ": \"" + name + "\" is a stacked (3-D) tensor name, which only GGUF files "
+                                             "hold; Hugging Face checkpoints name each expert's tensor");
+}
+
 namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) {
@@ -192,6 +211,41 @@ class GgufStore final : public WeightStore {
     if (!contains(name)) missing(name, source());
     const auto& info = g_->tensor_info(name);
     check_shape(name, source(), row_major(info), {rows, cols});
+    return as_matrix(name, info, rows, cols);
+  }
+
+  std::vector<Weight> stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols) override {
+    if (!contains(name)) missing(name, source());
+    const auto& info = g_->tensor_info(name);
+    check_shape(name, source(), row_major(info), {n, rows, cols});
+    const Weight all = as_matrix(name, info, n * rows, cols);
+    const Tensor flat = reshape(all.data, {n * rows, all.data.size(-1)});
+    std::vector<Weight> out;
+    for (int64_t e = 0; e < n; ++e) out.push_back(Weight{slice(flat, 0, e * rows, (e + 1) * rows), all.qtype, rows, cols});
+    return out;
+  }
+
+  Tensor vector(const std::string& name, int64_t size) override {
+    if (!contains(name)) missing(name, source());
+    const auto& info = g_->tensor_info(name);
+    check_shape(name, source(), row_major(info), {size});
+    if (info.type == GgmlType::kF32) {
+      memory_.weights_mapped += info.nbytes;
+      return g_->tensor(name);
+    }
+    const QuantTraits& q = quant_traits(info.type);
+    if (!q.dequantize)
+      throw Error(ErrorCode::kUnsupported, source() + ": tensor \"" + name + "\" has type " + q.name +
+                                               "; vectors (norms, biases) must be float or a type Spore dequantises");
+    Tensor t = reshape(dequantized(name, info, q, 1, size), {size});
+    memory_.weights_resident += t.nbytes();
+    return t;
+  }
+
+ private:
+  // The tensor's data as a [rows, cols] weight (its shape already checked: rows may span the
+  // experts of a stacked tensor).
+  Weight as_matrix(const std::string& name, const GgufTensorInfo& info, int64_t rows, int64_t cols) {
     Weight w;
     w.rows = rows;
     w.cols = cols;
@@ -225,24 +279,6 @@ class GgufStore final : public WeightStore {
     return w;
   }
 
-  Tensor vector(const std::string& name, int64_t size) override {
-    if (!contains(name)) missing(name, source());
-    const auto& info = g_->tensor_info(name);
-    check_shape(name, source(), row_major(info), {size});
-    if (info.type == GgmlType::kF32) {
-      memory_.weights_mapped += info.nbytes;
-      return g_->tensor(name);
-    }
-    const QuantTraits& q = quant_traits(info.type);
-    if (!q.dequantize)
-      throw Error(ErrorCode::kUnsupported, source() + ": tensor \"" + name + "\" has type " + q.name +
-                                               "; vectors (norms, biases) must be float or a type Spore dequantises");
-    Tensor t = reshape(dequantized(name, info, q, 1, size), {size});
-    memory_.weights_resident += t.nbytes();
-    return t;
-  }
-
- private:
   // The tensor as float32 [rows, cols], converted by the type's row of the quantization table.
   Tensor dequantized(const std::string& name, const GgufTensorInfo& info, const QuantTraits& q, int64_t rows,
                      int64_t cols) const {

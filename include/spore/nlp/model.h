@@ -69,8 +69,10 @@ struct ModelConfig {
   // One family's own hyperparameters, by their config.json names (NOTE [Model families]):
   // minicpm3 q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, scale_emb,
   // scale_depth, dim_model_base; mistral sliding_window; gemma2 sliding_window,
-  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar. The family's file
-  // reads them.
+  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar; the MoE families
+  // (NOTE [Mixture of experts]) num_experts, num_experts_per_tok, moe_intermediate_size,
+  // norm_topk_prob, shared_expert_intermediate_size, and deepseek2's latent ranks,
+  // first_k_dense_replace, routed_scaling_factor, n_group, topk_group. The family's file reads them.
   std::map<std::string, double> extra;
   // Token ids the artifact declares (config.json, generation_config.json, GGUF tokenizer.ggml.*).
   std::optional<int32_t> bos_id;

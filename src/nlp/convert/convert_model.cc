@@ -10,6 +10,7 @@
 #include <span>
 
 #include "convert_internal.h"
+#include "nlp/model_internal.h"
 #include "nlp/models/family.h"
 #include "spore/error.h"
 #include "spore/format.h"
@@ -55,19 +56,30 @@ std::optional<double> opt_number(const json& c, const char* key) {
 }
 
 // A Hugging Face tensor's GGUF name by the family's table (the loader's), with the layer number
-// filled in; none for a name the table lacks or a layer past `blocks`.
-std::optional<std::string> gguf_name(const models::Family& family, const std::string& hf, int64_t blocks) {
+// filled in, and its expert number for a routed expert's tensor (-1 otherwise: those of one
+// layer's experts stack into one 3-D GGUF tensor, NOTE [Mixture of experts]); none for a name the
+// table lacks or a layer past `blocks`.
+std::optional<std::pair<std::string, int64_t>> gguf_name(const models::Family& family, const std::string& hf,
+                                                         int64_t blocks) {
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
+  static const std::regex kExpert(R"((.*\.experts\.)(\d+)(\..+))");
   std::smatch m;
   std::string pattern = hf;
-  int64_t b = -1;
+  int64_t b = -1, expert = -1;
   if (std::regex_match(hf, m, kLayer)) {
+    if (m[1].str().size() > 9) return std::nullopt;
     b = std::stoll(m[1].str());
     if (b >= blocks) return std::nullopt;
     pattern = "model.layers.{layer}." + m[2].str();
   }
+  const std::string plain = pattern;
+  if (std::regex_match(plain, m, kExpert) && m[2].str().size() <= 9) {
+    expert = std::stoll(m[2].str());
+    pattern = m[1].str() + "{expert}" + m[3].str();
+  }
   for (const models::TensorName* t : family.names.all())
-    if (!t->hf.empty() && t->hf == pattern) return b < 0 ? t->gguf : models::layer_name(t->gguf, b);
+    if (!t->hf.empty() && t->hf == pattern)
+      return std::make_pair(b < 0 ? t->gguf : models::layer_name(t->gguf, b), expert);
   return std::nullopt;
 }
 
@@ -75,7 +87,9 @@ std::optional<std::string> gguf_name(const models::Family& family, const std::st
 // order), then output_norm and output.
 std::pair<int64_t, int> order_of(const std::string& name) {
   static const char* kWithin[] = {"attn_norm", "attn_q.", "attn_q_norm", "attn_k.", "attn_k_norm", "attn_v.",
-                                  "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+                                  "attn_output", "ffn_norm", "ffn_gate_inp.", "ffn_gate_exps", "ffn_up_exps",
+                                  "ffn_down_exps", "ffn_gate_inp_shexp", "ffn_gate_shexp", "ffn_up_shexp",
+                                  "ffn_down_shexp", "ffn_gate", "ffn_up", "ffn_down"};
   if (name.rfind("token_embd", 0) == 0) return {-1, 0};
   if (name.rfind("output_norm", 0) == 0) return {INT64_MAX, 0};
   if (name.rfind("output", 0) == 0) return {INT64_MAX, 1};
@@ -242,6 +256,12 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   w.set_string("general.type", "model");
   w.set_string("general.name", options.name.empty() ? fs::absolute(dir).lexically_normal().filename().string()
                                                     : options.name);
+  // The family's own keys first, from config.json as the loader reads it (its checks included);
+  // a head size it writes (deepseek2's) is not written again below.
+  const ModelConfig model_config = config_from_json(config, config_path.string());
+  family.write_gguf(model_config, w);
+  const auto experts_it = model_config.extra.find("num_experts");
+  const int64_t experts = experts_it == model_config.extra.end() ? 0 : static_cast<int64_t>(experts_it->second);
   w.set_u32(a + ".block_count", (uint32_t)blocks);
   if (config.contains("max_position_embeddings"))
     w.set_u32(a + ".context_length", (uint32_t)need_int(config, "max_position_embeddings", config_path));
@@ -279,7 +299,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   const int64_t head_dim = has_head_dim ? need_int(config, "head_dim", config_path) : hidden / heads;
   // transformers' LlamaConfig always carries head_dim, so llama.cpp writes the lengths for llama
   // even when config.json leaves head_dim out.
-  if (has_head_dim || arch.llama_extras) {
+  if ((has_head_dim || arch.llama_extras) && !w.contains(a + ".attention.key_length")) {
     w.set_u32(a + ".attention.key_length", (uint32_t)head_dim);
     w.set_u32(a + ".attention.value_length", (uint32_t)head_dim);
   }
@@ -316,18 +336,41 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   struct Plan {
     std::string gguf, hf;
     int64_t permute_heads = 0;
+    std::vector<std::string> experts;  // a stacked tensor's sources, by expert number
   };
   std::vector<Plan> plans;
+  std::map<std::string, std::map<int64_t, std::string>> stacks;  // GGUF name -> expert -> HF name
   for (const auto& [hf, file] : where) {
     if (hf.size() > 22 && hf.compare(hf.size() - 22, 22, ".rotary_emb.inv_freq") == 0) continue;
-    const auto name = gguf_name(family, hf, blocks);
-    if (!name)
+    const auto mapped = gguf_name(family, hf, blocks);
+    if (!mapped)
       throw Error(ErrorCode::kUnsupported, "'" + file->path().string() + "': tensor '" + hf + "' has no GGUF name in the " +
                                                a + " architecture (or its layer is past num_hidden_layers = " +
                                                std::to_string(blocks) + ")");
+    if (mapped->second >= 0) {
+      if (mapped->second >= experts)
+        throw Error(ErrorCode::kFormat, "'" + file->path().string() + "': tensor '" + hf + "' has expert index " +
+                                            std::to_string(mapped->second) + ", outside the table of " +
+                                            std::to_string(experts) + " experts config.json declares");
+      stacks[mapped->first][mapped->second] = hf;
+      continue;
+    }
+    const std::string* name = &mapped->first;
     Plan p{*name, hf};
     if (arch.permute_qk && (hf.find("q_proj.") != std::string::npos)) p.permute_heads = heads;
     if (arch.permute_qk && (hf.find("k_proj.") != std::string::npos)) p.permute_heads = kv_heads;
+    plans.push_back(std::move(p));
+  }
+  for (auto& [gname, members] : stacks) {
+    Plan p{gname, members.begin()->second};
+    for (int64_t e = 0; e < experts; ++e) {
+      const auto it = members.find(e);
+      if (it == members.end())
+        throw Error(ErrorCode::kFormat, "'" + dir.string() + "': " + gname + " stacks " + std::to_string(experts) +
+                                            " experts, but expert " + std::to_string(e) + "'s tensor (like '" +
+                                            members.begin()->second + "') is missing");
+      p.experts.push_back(it->second);
+    }
     plans.push_back(std::move(p));
   }
   if (!where.count("model.embed_tokens.weight"))
@@ -369,6 +412,10 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     const SafeTensorsFile& f = *where.at(p.hf);
     const SafeTensorInfo& info = f.info(p.hf);
     const Shape& s = info.shape;
+    for (const std::string& member : p.experts)  // every expert of a stack has the first's shape
+      if (where.at(member)->info(member).shape != s)
+        throw Error(ErrorCode::kShape, "'" + dir.string() + "': tensor '" + member + "' differs in shape from '" + p.hf +
+                                           "', which " + p.gguf + " stacks with it");
     if (s.ndim() < 1 || s.ndim() > 2)
       throw Error(ErrorCode::kShape, "'" + f.path().string() + "': tensor '" + p.hf + "' has " + std::to_string(s.ndim()) +
                                          " dimensions; the decoder's weights are 1-D or 2-D");
@@ -381,20 +428,30 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     t.source = p.hf;
     const uint64_t cols = (uint64_t)s[s.ndim() - 1], rows = s.ndim() == 2 ? (uint64_t)s[0] : 1;
     t.dims = s.ndim() == 2 ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{cols};
+    if (!p.experts.empty()) t.dims.push_back((uint64_t)p.experts.size());  // [experts, rows, cols]
     // 1-D tensors and norms stay F32; matrices get the requested type where their rows fit.
+    // The routers stay F32 as llama.cpp's quantizer keeps them (ffn_gate_inp*).
     const bool matrix = s.ndim() == 2 && p.gguf.size() > 7 && p.gguf.compare(p.gguf.size() - 7, 7, ".weight") == 0 &&
-                        p.gguf.find("_norm.weight") == std::string::npos;
+                        p.gguf.find("_norm.weight") == std::string::npos && p.gguf.find("ffn_gate_inp") == std::string::npos;
     t.type = matrix ? convert_matrix_type(options.type, p.gguf, cols, blocks, tied, &t.fallback) : GgmlType::kF32;
-    report.parameters += rows * cols;
+    report.parameters += rows * cols * std::max<uint64_t>(1, p.experts.size());
     const GgmlType type = t.type;
     const std::string gname = p.gguf, hname = p.hf;
     const int64_t ph = p.permute_heads;
     const bool t_is_1d = s.ndim() == 1;
     auto file = where.at(p.hf);
+    std::vector<std::pair<std::shared_ptr<SafeTensorsFile>, std::string>> members;
+    for (const std::string& m : p.experts) members.emplace_back(where.at(m), m);
     const size_t my_index = ++index;
     auto progress = options.progress;
     w.add_tensor(t.name, t.type, t.dims, [=](FileSink& sink) {
       if (progress) progress(my_index, total, gname);
+      // A stacked tensor: each expert's matrix in turn, one in memory at a time.
+      for (const auto& [member_file, member] : members) {
+        const Tensor one = cast(member_file->load(member), DType::kFloat32).contiguous();
+        encode(type, {static_cast<const float*>(one.data_ptr()), (size_t)one.numel()}, cols, sink);
+      }
+      if (!members.empty()) return;
       // One tensor in memory at a time, read in place as float32 (a copy only to permute).
       const Tensor src = cast(file->load(hname), DType::kFloat32).contiguous();
       const std::span<const float> v(static_cast<const float*>(src.data_ptr()), (size_t)src.numel());

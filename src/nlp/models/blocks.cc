@@ -15,6 +15,20 @@ Tensor norm_weight(WeightStore& ws, const std::string& name, int64_t size, const
   return o.offset == 0 ? w : add(w, o.offset);
 }
 
+// llama.cpp's converter splits deepseek2's kv_b per head into k_b (transposed: [heads, latent,
+// nope]) and v_b ([heads, v, latent]) for its absorbed attention; the expanded attention here
+// takes them joined back, per head [k_nope | v] rows over the latent (float32, made once).
+Weight joined_kv_b(WeightStore& ws, const std::string& k_b, const std::string& v_b, int64_t heads, int64_t nope,
+                   int64_t dv, int64_t latent) {
+  const std::vector<Weight> k = ws.stacked(k_b, heads, latent, nope), v = ws.stacked(v_b, heads, dv, latent);
+  std::vector<Tensor> rows;
+  for (int64_t h = 0; h < heads; ++h) {
+    rows.push_back(transpose(weight_to_float(k[static_cast<size_t>(h)]), 0, 1).contiguous());
+    rows.push_back(weight_to_float(v[static_cast<size_t>(h)]));
+  }
+  return Weight{concat(rows, 0).contiguous(), GgmlType::kF32, heads * (nope + dv), latent};
+}
+
 }  // namespace
 
 LayerWeights load_layer(WeightStore& ws, const WeightNames& n, bool gguf, int64_t l, const LayerSpec& spec,
@@ -29,14 +43,21 @@ LayerWeights load_layer(WeightStore& ws, const WeightNames& n, bool gguf, int64_
     w.post_attn_norm = norm_weight(ws, nm(n.post_attn_norm), H, spec.norm);
     w.post_ffn_norm = norm_weight(ws, nm(n.post_ffn_norm), H, spec.norm);
   }
-  if (a.latent.q_lora_rank > 0) {
+  if (a.latent.kv_lora_rank > 0) {
     const LatentOptions& m = a.latent;
-    w.q_a = ws.matrix(nm(n.q_a), m.q_lora_rank, H);
-    w.q_a_norm = ws.vector(nm(n.q_a_norm), m.q_lora_rank);
-    w.q_b = ws.matrix(nm(n.q_b), Hq * D, m.q_lora_rank);
+    if (m.q_lora_rank > 0) {
+      w.q_a = ws.matrix(nm(n.q_a), m.q_lora_rank, H);
+      w.q_a_norm = ws.vector(nm(n.q_a_norm), m.q_lora_rank);
+      w.q_b = ws.matrix(nm(n.q_b), Hq * D, m.q_lora_rank);
+    } else {  // DeepSeek-V2-Lite: q straight from x
+      w.q = ws.matrix(nm(n.q), Hq * D, H);
+    }
     w.kv_a = ws.matrix(nm(n.kv_a), m.kv_lora_rank + m.rope_dim, H);
     w.kv_a_norm = ws.vector(nm(n.kv_a_norm), m.kv_lora_rank);
-    w.kv_b = ws.matrix(nm(n.kv_b), Hq * (m.nope_dim + Dv), m.kv_lora_rank);
+    if (gguf && !ws.contains(nm(n.kv_b)) && !n.k_b.gguf.empty() && ws.contains(nm(n.k_b)))
+      w.kv_b = joined_kv_b(ws, nm(n.k_b), nm(n.v_b), Hq, m.nope_dim, Dv, m.kv_lora_rank);
+    else
+      w.kv_b = ws.matrix(nm(n.kv_b), Hq * (m.nope_dim + Dv), m.kv_lora_rank);
   } else {
     w.q = ws.matrix(nm(n.q), Hq * D, H);
     w.k = ws.matrix(nm(n.k), Hkv * D, H);
@@ -51,6 +72,10 @@ LayerWeights load_layer(WeightStore& ws, const WeightNames& n, bool gguf, int64_
   if (a.qk_norm) {
     w.q_norm = ws.vector(nm(n.q_norm), D);
     w.k_norm = ws.vector(nm(n.k_norm), D);
+  }
+  if (spec.moe.experts > 0) {
+    w.moe = load_moe(ws, n, gguf, l, spec.moe, H);
+    return w;
   }
   if (spec.mlp.gated) w.gate = ws.matrix(nm(n.gate), F, H);
   w.up = ws.matrix(nm(n.up), F, H);
@@ -91,9 +116,12 @@ void plain_qkv(const LayerWeights& w, const AttentionOptions& o, const BlockDims
 // shared rope key]; kv_b(norm(latent)) per head [k_nope | v]; k = [k_nope | rope key] per head.
 // The cache holds the expanded per-head k and v (not the latent): the attention op reads them.
 void latent_qkv(const LayerWeights& w, const LatentOptions& m, const BlockDims& d, const Tensor& x, int64_t N,
-                const Tensor& pos, const Tensor& inv, const RopeOptions& ro, Tensor& q, Tensor& k, Tensor& v) {
+                const Tensor& pos, const Tensor& inv, const RopeOptions& rope_options, Tensor& q, Tensor& k, Tensor& v) {
+  RopeOptions ro = rope_options;
+  ro.interleaved = ro.interleaved || m.interleaved_rope;
   const int64_t H = d.heads, Dn = m.nope_dim, R = m.rope_dim, Dv = d.v_head_dim, C = m.kv_lora_rank;
-  const Tensor qh = reshape(linear(rms_norm(linear(x, w.q_a), w.q_a_norm, m.norm_eps), w.q_b), {1, N, H, Dn + R});
+  const Tensor q_flat = m.q_lora_rank > 0 ? linear(rms_norm(linear(x, w.q_a), w.q_a_norm, m.norm_eps), w.q_b) : linear(x, w.q);
+  const Tensor qh = reshape(q_flat, {1, N, H, Dn + R});
   const Tensor q_rot = rope(slice(qh, 3, Dn, Dn + R).contiguous(), pos, inv, ro);
   q = concat({slice(qh, 3, 0, Dn), q_rot}, 3);
   const Tensor ckv = linear(x, w.kv_a);  // [N, C + R]
@@ -109,7 +137,7 @@ void latent_qkv(const LayerWeights& w, const LatentOptions& m, const BlockDims& 
 void attention_qkv(const LayerWeights& w, const AttentionOptions& o, const BlockDims& d, const Tensor& x, int64_t N,
                    const Tensor& pos, const Tensor& inv, const RopeOptions& ro, bool ggml, Tensor& q, Tensor& k,
                    Tensor& v) {
-  if (o.latent.q_lora_rank > 0)
+  if (o.latent.kv_lora_rank > 0)
     latent_qkv(w, o.latent, d, x, N, pos, inv, ro, q, k, v);
   else
     plain_qkv(w, o, d, x, N, pos, inv, ro, ggml, q, k, v);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nlp/model_internal.h"
+#include "nlp/models/moe.h"
 #include "spore/llm.h"
 #include "spore/tensor.h"
 
@@ -23,11 +24,13 @@ struct NormOptions {
 };
 
 // Multi-head latent attention (DeepSeek-V2 / MiniCPM3): q = q_b(norm(q_a x)); kv_a x = [latent |
-// shared rope key]; kv_b(norm(latent)) = per head [k_nope | v]. q_lora_rank 0: plain attention.
+// shared rope key]; kv_b(norm(latent)) = per head [k_nope | v]. kv_lora_rank 0: plain attention;
+// q_lora_rank 0 with a latent kv: q from its own projection (DeepSeek-V2-Lite).
 struct LatentOptions {
   int64_t q_lora_rank = 0, kv_lora_rank = 0;
   int64_t nope_dim = 0, rope_dim = 0;  // per-head q/k features without and with the rope
   double norm_eps = 1e-6;              // the low-rank norms' eps (not rms_norm_eps in transformers)
+  bool interleaved_rope = false;       // the rope on adjacent pairs (deepseek2, HF and GGUF alike)
 };
 
 struct AttentionOptions {
@@ -47,13 +50,6 @@ struct MlpOptions {
   bool gated = true;  // down(act(gate x) * up x); false: down(act(up x))
 };
 
-// The mixture-of-experts seam: a layer with experts > 0 routes each token to top_k of them
-// (router, per-expert MLPs as one 3-D tensor, optional shared experts). Not built yet: a family
-// that asks for it is refused at load with kUnsupported naming the family.
-struct MoeOptions {
-  int64_t experts = 0, top_k = 0, shared_experts = 0;
-};
-
 struct LayerSpec {
   NormOptions norm;
   // Gemma 2's sandwich: the attention's and the MLP's outputs are normed again before their
@@ -61,7 +57,7 @@ struct LayerSpec {
   bool post_norms = false;
   AttentionOptions attention;
   MlpOptions mlp;
-  MoeOptions moe;
+  MoeOptions moe;  // experts > 0: the MLP is a mixture of experts (moe.h)
 };
 
 struct DecoderSpec {
@@ -80,6 +76,7 @@ struct LayerWeights {
   Weight q, k, v, o, gate, up, down;
   Weight q_a, q_b, kv_a, kv_b;  // latent attention
   Tensor q_a_norm, kv_a_norm;
+  MoeWeights moe;  // a mixture-of-experts layer's, in place of gate/up/down
 };
 
 // Shapes the blocks need from the config.

@@ -32,10 +32,7 @@ class DecoderLM final : public CausalLM {
       throw Error(ErrorCode::kInternal, "family " + fam->name + " composed " + std::to_string(spec_.layers.size()) +
                                             " layers for a config of " + std::to_string(cfg_.num_layers));
     for (const models::LayerSpec& l : spec_.layers) {
-      latent_ = latent_ || l.attention.latent.q_lora_rank > 0;
-      if (l.moe.experts > 0)
-        throw Error(ErrorCode::kUnsupported, cfg_.source + ": mixture-of-experts layers (" + fam->name +
-                                                 ") are not built yet");
+      latent_ = latent_ || l.attention.latent.kv_lora_rank > 0;
       if (ggml_ && (l.attention.sliding_window > 0 || l.attention.softcap > 0 || spec_.logit_softcap > 0))
         throw Error(ErrorCode::kUnsupported, cfg_.source + ": " + fam->name +
                                                  "'s sliding-window / soft-capped attention has no ggml numerics; "
@@ -186,7 +183,7 @@ class DecoderLM final : public CausalLM {
       if (S.post_norms) attn_out = models::norm(attn_out, L.post_attn_norm, S.norm, ggml_);
       h = residual(h, attn_out);
       const Tensor y = models::norm(h, L.ffn_norm, S.norm, ggml_);
-      Tensor mlp_out = models::mlp(L, S.mlp, y, ggml_);
+      Tensor mlp_out = S.moe.experts > 0 ? models::moe(L.moe, S.moe, y, ggml_) : models::mlp(L, S.mlp, y, ggml_);
       if (S.post_norms) mlp_out = models::norm(mlp_out, L.post_ffn_norm, S.norm, ggml_);
       h = residual(h, mlp_out);
     }

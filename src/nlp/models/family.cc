@@ -36,6 +36,8 @@ DecoderSpec Family::decoder(const ModelConfig& c) const {
   return s;
 }
 
+void Family::write_gguf(const ModelConfig&, GgufWriter&) const {}
+
 std::pair<int64_t, int64_t> Family::projection_widths(const ModelConfig& c) const {
   const int64_t head = c.head_dim > 0 ? c.head_dim : (c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
   return {c.num_heads * head, 2 * std::max<int64_t>(c.num_kv_heads, 1) * head};
@@ -55,7 +57,8 @@ double extra(const ModelConfig& c, const std::string& key) {
 }
 
 std::vector<const Family*> all_families() {
-  return {&llama_family(), &qwen2_family(), &qwen3_family(), &minicpm3_family(), &mistral_family(), &gemma2_family()};
+  return {&llama_family(), &qwen2_family(), &qwen3_family(), &minicpm3_family(), &mistral_family(), &gemma2_family(),
+          &qwen3moe_family(), &qwen2moe_family(), &mixtral_family(), &deepseek2_family()};
 }
 
 const Family* find_family(std::string_view name) {

@@ -17,6 +17,7 @@
 
 namespace spore {
 class GgufFile;
+class GgufWriter;
 }
 
 namespace spore::nlp::models {
@@ -36,6 +37,12 @@ struct WeightNames {
   TensorName post_attn_norm, post_ffn_norm;  // Gemma 2's sandwich norms
   // Multi-head latent attention (minicpm3): low-rank q and a compressed kv with a shared rope key.
   TensorName q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;
+  // kv_b as llama.cpp's converter splits it for deepseek2 (per head: k_b transposed, v_b).
+  TensorName k_b, v_b;
+  // Mixture of experts (NOTE [Mixture of experts]): the router and its selection bias, the routed
+  // experts' projections (Hugging Face: one tensor per expert, "{expert}" in the pattern; GGUF: one
+  // 3-D tensor), the shared experts and their gate.
+  TensorName router, expert_bias, gate_exps, up_exps, down_exps, gate_shexp, up_shexp, down_shexp, shexp_gate;
 
   // Every entry, for the converter's Hugging Face -> GGUF map.
   std::vector<const TensorName*> all() const;
@@ -81,6 +88,9 @@ class Family {
   virtual std::pair<int64_t, int64_t> projection_widths(const ModelConfig& c) const;
   // config.json's tie_word_embeddings when absent.
   virtual bool default_tie() const { return false; }
+  // spore convert: the family's own <arch>.* keys (experts, latent ranks), after the shared ones;
+  // `c` is config.json read as the loader reads it. The base writes none.
+  virtual void write_gguf(const ModelConfig& c, GgufWriter& w) const;
 
  protected:
   Family(std::string name_, std::vector<std::string> model_types, std::vector<std::string> architectures,
@@ -100,6 +110,10 @@ const Family& qwen3_family();     // qwen3.cc
 const Family& minicpm3_family();  // minicpm3.cc
 const Family& mistral_family();   // mistral.cc
 const Family& gemma2_family();    // gemma2.cc
+const Family& qwen3moe_family();  // qwen3moe.cc
+const Family& qwen2moe_family();  // qwen2moe.cc
+const Family& mixtral_family();   // mixtral.cc
+const Family& deepseek2_family(); // deepseek2.cc
 
 // All families, for lookup and messages.
 std::vector<const Family*> all_families();
