@@ -17,4 +17,8 @@ std::unique_ptr<CommBackend> make_self_backend();
 // rank-order reduction of both backends. kMean is a sum here (the group divides).
 void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op);
 
+// Points the collective ops' kernels at `group` (nullptr: back to a group of one);
+// src/dist/collective_runtime.cc, called by init() and finalize() (NOTE [Collective ops]).
+void install_collective_runtime(ProcessGroup* group);
+
 }  // namespace spore::dist::detail

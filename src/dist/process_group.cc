@@ -144,7 +144,7 @@ void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
   for (int polls = 0;; ++polls) {
     bool done = false;
     try {
-      done = request.test();
+      done = request.wait_until(deadline);
     } catch (const Error& e) {
       mark_broken(e.what());
       throw;
