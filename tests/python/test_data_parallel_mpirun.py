@@ -30,8 +30,9 @@ def mpirun(ranks, args, tmp_path):
     return r.stdout
 
 
-# Each rank: the collective primitives on rank-valued tensors, then a DistributedGradReducer
-# called inside a jit-compiled function (which must refuse: collectives are not graph nodes).
+# Each rank: the collective primitives on rank-valued tensors, AllReduce compiled by jit (a graph
+# node, NOTE [Collective ops]: the second call's result follows its own input), then a
+# DistributedGradReducer called inside a jit-compiled function (which still refuses).
 COLLECTIVES = r"""
 import numpy as np
 import spore as ms
@@ -44,6 +45,9 @@ s = ops.AllReduce()(x).asnumpy().tolist()
 m = ops.AllReduce(ops.ReduceOp.MAX)(x).asnumpy().tolist()
 g = ops.AllGather()(ms.Tensor(np.array([[r]], np.int64))).asnumpy().ravel().tolist()
 b = ops.Broadcast(n - 1)((x,))[0].asnumpy().tolist()
+compiled = ms.jit(lambda t: ops.AllReduce()(t) * 2.0)
+compiled(x)
+j = compiled(x + 1.0).asnumpy().tolist()
 net = nn.Dense(3, 2)
 reducer = nn.DistributedGradReducer(net.trainable_params())
 step = ms.jit(lambda w, c: reducer((w, c))[0])
@@ -52,7 +56,7 @@ try:
     refused = "no"
 except ms.UnsupportedError as e:
     refused = "yes" if "jit" in str(e) else str(e)
-print(f"rank {r}: sum={s} max={m} gather={g} bcast={b} refused={refused}", flush=True)
+print(f"rank {r}: sum={s} max={m} gather={g} bcast={b} jit={j} refused={refused}", flush=True)
 """
 
 
@@ -99,7 +103,7 @@ def test_train_one_step_cell_reduces_in_data_parallel_mode(one_rank, tmp_path):
     assert diff < 1e-4, f"TrainOneStepCell on 2 ranks differs from 1 rank on the combined batch by {diff}"
 
 
-def test_collective_primitives_and_no_collectives_inside_jit(tmp_path):
+def test_collective_primitives_compiled_and_no_grad_reducer_inside_jit(tmp_path):
     script = tmp_path / "collectives.py"
     script.write_text(COLLECTIVES)
     cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable, str(script)]
@@ -109,6 +113,7 @@ def test_collective_primitives_and_no_collectives_inside_jit(tmp_path):
     for rank in range(n):
         expect = (f"rank {rank}: sum={[float(sum(q + 1 for q in range(n))), float(sum(10 * q for q in range(n)))]} "
                   f"max={[float(n), 10.0 * (n - 1)]} gather={list(range(n))} bcast={[float(n), 10.0 * (n - 1)]} "
+                  f"jit={[2.0 * sum(q + 2 for q in range(n)), 2.0 * sum(10 * q + 1 for q in range(n))]} "
                   f"refused=yes")
         assert expect in r.stdout, r.stdout + r.stderr
 

@@ -20,14 +20,16 @@ dist::ReduceOp reduce_op_of(const std::string& name) {
   throw Error(ErrorCode::kValue, "all_reduce: op must be \"sum\", \"mean\" or \"max\", got \"" + name + "\"");
 }
 
-// A collective inside a jit trace would run once, at trace time, and the compiled graph would
-// replay its result as a constant on every later call: refuse it by name.
+// The reducer's bucketed all-reduces run on the group directly, not as ops: inside a jit trace
+// they would run once, at trace time, and the compiled graph would replay their result as a
+// constant on every later call. Refuse it by name (the collective ops themselves trace; the C++
+// DistributedDataParallel reduces with them in graph mode, NOTE [Data parallelism in graph mode]).
 void refuse_in_trace(const char* who) {
   if (graph::is_tracing())
     throw Error(ErrorCode::kUnsupported,
-                std::string(who) + " inside a jit-compiled function: collectives are not graph nodes, so the "
-                                   "compiled step would replay the first step's reduced gradients; call it "
-                                   "outside the compiled function (jit the forward and loss only)");
+                std::string(who) + " inside a jit-compiled function: its bucketed all-reduces are not graph "
+                                   "nodes, so the compiled step would replay the first step's reduced gradients; "
+                                   "call it outside the compiled function (jit the forward and loss only)");
 }
 
 std::vector<Parameter> handles_of(const std::vector<PyParameter*>& ps, const char* who) {
@@ -142,19 +144,20 @@ void bind_dist(py::module_& root) {
     dist::finalize();
   });
   m.def("backend_name", [] { return std::string(dist::world().backend_name()); });
-  // Blocking collectives on whole tensors (ops.AllReduce and friends); the GIL is held, as every
-  // rank runs one Python thread that waits for the others anyway.
+  // Blocking collectives on whole tensors (ops.AllReduce and friends), as registry ops (NOTE
+  // [Collective ops]): a jit trace records them as graph nodes, the tape differentiates them. The
+  // GIL is held, as every rank runs one Python thread that waits for the others anyway.
   m.def("all_reduce", [](const Tensor& x, const std::string& op) {
-    refuse_in_trace("all_reduce");
-    return dist::world().all_reduce(x, reduce_op_of(op));
+    dist::world();  // kValue before init
+    return dist::all_reduce(x, reduce_op_of(op));
   }, py::arg("x"), py::arg("op") = "sum");
   m.def("broadcast", [](const Tensor& x, int root) {
-    refuse_in_trace("broadcast");
-    return dist::world().broadcast(x, root);
+    dist::world();
+    return dist::broadcast(x, root);
   }, py::arg("x"), py::arg("root") = 0);
   m.def("all_gather", [](const Tensor& x) {
-    refuse_in_trace("all_gather");
-    return dist::world().all_gather(x);
+    dist::world();
+    return dist::all_gather(x);
   });
   m.def("barrier", [] { dist::world().barrier(); });
 
