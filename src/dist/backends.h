@@ -7,7 +7,8 @@
 namespace spore::dist::detail {
 
 // MPI on a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN (src/dist/mpi_backend.cc).
-// MPI_Init_thread(MPI_THREAD_SERIALIZED) unless the program initialised MPI itself.
+// MPI_Init_thread(MPI_THREAD_MULTIPLE, for the all-reduce thread) unless the program initialised MPI
+// itself (NOTE [All-reduce on MPI's blocking path]).
 std::unique_ptr<CommBackend> make_mpi_backend();
 
 // A group of one process, no library: every collective is a copy (src/dist/self_backend.cc).
