@@ -184,7 +184,8 @@ class MpiBackend final : public CommBackend {
     MPI_Comm_set_errhandler(p2p_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    // SPORE_MPI_ALLREDUCE_THREAD=0 keeps MPI_Iallreduce (to compare the two paths).
+    // SPORE_MPI_ALLREDUCE_THREAD=0 keeps MPI_Iallreduce (to compare the two paths); every rank
+    // must see the same value, as MPI_Comm_dup is collective (mpirun passes one environment).
     const char* env = std::getenv("SPORE_MPI_ALLREDUCE_THREAD");
     const bool wanted = !(env && std::string(env) == "0");
     if (provided >= MPI_THREAD_MULTIPLE && wanted && size_ > 1) {
