@@ -5,8 +5,10 @@
 //        gradients through DistributedDataParallel, Adam) at a fixed global batch split over the
 //        ranks: MLP 784-512-512-10 at 128 rows, the digits CNN at 32 (bench/train_bench.cc's
 //        workloads). One rank runs the plain single-process step (no DDP): the baseline.
-//   dist_bench allreduce [iters]      ProcessGroup all_reduce (sum, in place, float32) on 1 MiB to
-//        256 MiB buffers; bench/peers/mpi_allreduce.c times MPI_Allreduce on the same sizes.
+//   dist_bench allreduce [iters] [max_mib]   ProcessGroup all_reduce (sum, in place, float32) on
+//        1 MiB to 256 MiB (or max_mib) buffers; bench/peers/mpi_allreduce.c times MPI_Allreduce on
+//        the same sizes. SPORE_MPI_ALLREDUCE_THREAD=0 selects the non-blocking path (NOTE
+//        [All-reduce on MPI's blocking path]).
 // Rank 0 prints "spore <what> ... median_ms=<m>" lines; threads per rank: SPORE_NUM_THREADS.
 #include <algorithm>
 #include <chrono>
@@ -90,8 +92,8 @@ int run_step(dist::ProcessGroup& g, const std::string& model, int steps) {
   return 0;
 }
 
-int run_allreduce(dist::ProcessGroup& g, int iters) {
-  for (int64_t mib = 1; mib <= 256; mib *= 4) {
+int run_allreduce(dist::ProcessGroup& g, int iters, int64_t max_mib) {
+  for (int64_t mib = 1; mib <= max_mib; mib *= 4) {
     const int64_t n = (mib << 20) / 4;
     Tensor buf = full({n}, 0.0);  // zeros: the sums stay finite however often they repeat
     const int reps = mib >= 64 ? std::max(3, iters / 4) : iters;
@@ -113,7 +115,7 @@ int run_allreduce(dist::ProcessGroup& g, int iters) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: dist_bench step mlp|cnn [steps] | dist_bench allreduce [iters]\n");
+    std::fprintf(stderr, "usage: dist_bench step mlp|cnn [steps] | dist_bench allreduce [iters] [max_mib]\n");
     return 2;
   }
   try {
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
     if (what == "step" && argc >= 3)
       rc = run_step(g, argv[2], argc > 3 ? std::atoi(argv[3]) : 50);
     else if (what == "allreduce")
-      rc = run_allreduce(g, argc > 2 ? std::atoi(argv[2]) : 20);
+      rc = run_allreduce(g, argc > 2 ? std::atoi(argv[2]) : 20, argc > 3 ? std::atoll(argv[3]) : 256);
     else
       std::fprintf(stderr, "dist_bench: unknown mode %s\n", what.c_str());
     dist::finalize();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 31's benchmarks in one run; prints the machine, its load and two Markdown tables.
 
-usage: bench/run_dist.py [--build build/release] [--steps 50] [--iters 20]
+usage: bench/run_dist.py [--build build/release] [--steps 50] [--iters 20] [--max-mib 256]
                          [--torch-python /work/main/.venv-peers/bin/python]
 
 1. Training step scaling on this machine's 2 cores: Spore's MLP and digits-CNN step
@@ -10,7 +10,9 @@ usage: bench/run_dist.py [--build build/release] [--steps 50] [--iters 20]
    (bench/peers/torch_ddp.py, DDP over Gloo) at the same two shapes.
 2. all_reduce bandwidth, 2 ranks, 1-256 MiB float32: Spore's ProcessGroup against Open MPI's own
    MPI_Allreduce in C (bench/peers/mpi_allreduce.c, built here with mpicc), and against
-   MPI_Iallreduce completed by MPI_Test (the calls Spore makes, so the gap splits in two).
+   MPI_Iallreduce completed by MPI_Test; Spore twice: its default path (MPI_Allreduce on the MPI
+   backend's all-reduce thread) and SPORE_MPI_ALLREDUCE_THREAD=0 (MPI_Iallreduce polled by the
+   caller, the path before NOTE [All-reduce on MPI's blocking path]).
 Ratios compare figures of this one run only. Every MPI job gets the MCA settings of the tests
 (shared memory and self, no single-copy mechanism: containers lack ptrace rights for CMA) plus
 yield-when-idle, and PyTorch OMP_WAIT_POLICY=passive too.
@@ -31,12 +33,12 @@ MPI_ENV = {"OMPI_MCA_btl": "self,vader", "OMPI_MCA_btl_vader_single_copy_mechani
            "OMPI_MCA_mpi_yield_when_idle": "1", "OMP_WAIT_POLICY": "passive"}
 
 
-def mpirun(ranks, threads, argv):
+def mpirun(ranks, threads, argv, extra_env=None):
     cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
            "-x", f"SPORE_NUM_THREADS={threads}", "-x", f"OMP_NUM_THREADS={threads}"]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
-    env = dict(os.environ, **MPI_ENV)
+    env = dict(os.environ, **MPI_ENV, **(extra_env or {}))
     return subprocess.run(cmd + argv, env=env, capture_output=True, text=True, check=True).stdout
 
 
@@ -70,6 +72,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--max-mib", type=int, default=256, help="largest all_reduce buffer (1, 4, 16, ... MiB)")
     ap.add_argument("--torch-python", default=os.environ.get("SPORE_TORCH_PYTHON", sys.executable))
     a = ap.parse_args()
     bench = os.path.join(a.build, "bench", "dist_bench")
@@ -91,9 +94,11 @@ def main():
             out = subprocess.run([a.torch_python, os.path.join(ROOT, "bench", "peers", "torch_ddp.py"), model,
                                   str(ranks), str(a.steps)], env=env, capture_output=True, text=True, check=True).stdout
             steps[("torch", model, ranks)] = medians(out, "step")[model]
-    spore_ar = medians(mpirun(2, 1, [bench, "allreduce", str(a.iters)]), "mib")
-    mpi_ar = medians(mpirun(2, 1, [peer, str(a.iters)]), "mib")
-    mpi_iar = medians(mpirun(2, 1, [peer, str(a.iters), "i"]), "mib")
+    sizes = [bench, "allreduce", str(a.iters), str(a.max_mib)]
+    spore_ar = medians(mpirun(2, 1, sizes), "mib")
+    spore_iar = medians(mpirun(2, 1, sizes, {"SPORE_MPI_ALLREDUCE_THREAD": "0"}), "mib")
+    mpi_ar = medians(mpirun(2, 1, [peer, str(a.iters), "b", str(a.max_mib)]), "mib")
+    mpi_iar = medians(mpirun(2, 1, [peer, str(a.iters), "i", str(a.max_mib)]), "mib")
     load_after = load()
     print(f"Load average (1, 5, 15 min): {' '.join(load_before)} before, {' '.join(load_after)} after\n")
 
@@ -106,13 +111,13 @@ def main():
         print(f"| {model.upper()} ({batch}) | {s1:.3f} ms | {s2:.3f} ms | {s1 / s2:.2f} | {t1:.3f} ms | {t2:.3f} ms "
               f"| {t2 / s2:.2f}x |")
     print("\n| all_reduce, 2 ranks, float32 | Spore | Open MPI MPI_Allreduce (C) | Spore / MPI bandwidth "
-          "| MPI_Iallreduce + MPI_Test loop (C) |")
-    print("|---|---|---|---|---|")
+          "| Spore, SPORE_MPI_ALLREDUCE_THREAD=0 | MPI_Iallreduce + MPI_Test loop (C) |")
+    print("|---|---|---|---|---|---|")
     for mib in sorted(spore_ar, key=int):
-        s, m, i = spore_ar[mib], mpi_ar[mib], mpi_iar[mib]
+        s, si, m, i = spore_ar[mib], spore_iar[mib], mpi_ar[mib], mpi_iar[mib]
         gbs = lambda ms: int(mib) * 2**20 / (ms * 1e-3) / 1e9
         print(f"| {mib} MiB | {s:.3f} ms ({gbs(s):.2f} GB/s) | {m:.3f} ms ({gbs(m):.2f} GB/s) | {m / s:.2f} "
-              f"| {i:.3f} ms ({gbs(i):.2f} GB/s) |")
+              f"| {si:.3f} ms ({gbs(si):.2f} GB/s) | {i:.3f} ms ({gbs(i):.2f} GB/s) |")
 
 
 if __name__ == "__main__":

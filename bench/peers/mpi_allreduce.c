@@ -1,7 +1,7 @@
 /* The limit for Spore's all_reduce (bench/dist_bench.cc): Open MPI's own MPI_Allreduce, in place,
  * float32 sum, on the same buffer sizes and timed the same way (a barrier, then one call; the
  * median over calls of the slowest rank). bench/run_dist.py builds it with mpicc.
- * usage: mpirun -np N mpi_allreduce [iters] [i] */
+ * usage: mpirun -np N mpi_allreduce [iters] [i|b] [max_mib] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
    * watchdog needs a call that returns), to tell Open MPI's non-blocking algorithm apart from
    * Spore's own overhead. */
   const int nonblocking = argc > 2 && strcmp(argv[2], "i") == 0;
-  for (long mib = 1; mib <= 256; mib *= 4) {
+  const long max_mib = argc > 3 ? atol(argv[3]) : 256; /* bench/run_dist.py --max-mib */
+  for (long mib = 1; mib <= max_mib; mib *= 4) {
     const long n = (mib << 20) / 4;
     float* buf = calloc((size_t)n, sizeof(float));
     const int reps = mib >= 64 ? (iters / 4 > 3 ? iters / 4 : 3) : iters;

@@ -36,6 +36,13 @@ class CommRequest {
  public:
   virtual ~CommRequest() = default;
   virtual bool test() = 0;
+  // Blocks until the request is done (true) or `deadline` has passed (false). The default tests
+  // once and returns: the wait loop then polls; a request that completes on another thread (the
+  // MPI backend's all-reduce thread) sleeps here instead.
+  virtual bool wait_until(std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+    return test();
+  }
 };
 
 // What a communication library must provide. Buffers are contiguous host memory of `count`
@@ -180,6 +187,19 @@ class Work {
   bool done_ = false;
 };
 
+// ---- collectives as ops (NOTE [Collective ops]) ------------------------------------------------
+// The world group's collectives as registry ops: what a jit trace records as graph nodes and the
+// tape differentiates (all_reduce sum's gradient is all_reduce sum of the gradient, ...). The
+// same semantics as the ProcessGroup methods, results in new tensors. Before init() the process
+// is a group of one (each is a copy of x). all_gather and reduce_scatter record the group's size
+// in the node, so a graph traced on N processes refuses to run on another number.
+Tensor all_reduce(const Tensor& x, ReduceOp op = ReduceOp::kSum, bool in_rank_order = false);
+Tensor broadcast(const Tensor& x, int root = 0);
+Tensor all_gather(const Tensor& x);
+Tensor reduce_scatter(const Tensor& x, ReduceOp op = ReduceOp::kSum);
+// x, once every rank has reached its barrier (the input orders it among a graph's nodes).
+Tensor barrier(const Tensor& x);
+
 // ---- data parallelism (NOTE [Distributed training]) ------------------------------------------
 struct DdpOptions {
   int64_t bucket_bytes = 25ll << 20;  // gradients are all-reduced in buckets of about this size
@@ -203,6 +223,10 @@ class GradBuckets {
   size_t launched_during_backward() const { return launched_in_backward_; }
   // Which bucket each parameter went into (for tests and the docs' cost model).
   const std::vector<size_t>& bucket_of() const { return bucket_of_; }
+  // The graph-mode form of a step (NOTE [Data parallelism in graph mode]): the gradients, in
+  // parameter order, reduced by ops only (concat per bucket, one all_reduce op per bucket in
+  // bucket order, slice and reshape back), so a jit trace records the collectives as nodes.
+  std::vector<Tensor> reduce_with_ops(const std::vector<Tensor>& grads) const;
 
  private:
   struct Bucket {
@@ -233,6 +257,9 @@ class DistributedDataParallel {
   std::vector<Parameter> trainable_params() const { return params_; }
   // value_and_grad over the network's trainable parameters, whose weight_grads come back
   // all-reduced (each bucket started from the tape's gradient-ready hook during backward).
+  // Inside a jit trace (the compiled train step) the buckets become graph nodes instead: per
+  // bucket, its gradients concatenated, one all_reduce op (kMean with gradients_mean), sliced
+  // back (NOTE [Data parallelism in graph mode]).
   std::function<ValueAndGrad(const std::vector<Tensor>&)> value_and_grad(TensorFn loss_fn);
   // Rank 0's parameters (all of them, moving statistics too) to every rank.
   void broadcast_parameters();

@@ -44,7 +44,9 @@
   /* convolution + per-channel bias + clamp, substituted by Lite at load (NOTE [Lite executor]) */ \
   X(fused_conv2d)                                                                               \
   /* control flow with subgraphs, run by the graph executor (NOTE [Control flow]) */            \
-  X(while_loop)
+  X(while_loop)                                                                                  \
+  /* collectives across processes, run through spore::dist (NOTE [Collective ops]) */         \
+  X(all_reduce) X(broadcast) X(all_gather) X(reduce_scatter) X(barrier)
 // clang-format on
 
 namespace spore {
@@ -67,8 +69,10 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // attention, kv_cache_write and matmul_q. Version 5 added fused_conv2d (Lite's load-time
 // convolution + bias + activation). Version 6 added while_loop (a node with condition and body
 // subgraphs). Version 7 added attention_grad and matmul_q_grad (NOTE [LLM gradients]) and made
-// matmul_q's type an integer attribute, the ggml type id (NOTE [Quantization types]).
-inline constexpr int kOpSetVersion = 7;
-static_assert(kNumOps == 81, "the op list changed: bump kOpSetVersion and update this count");
+// matmul_q's type an integer attribute, the ggml type id (NOTE [Quantization types]). Version 8
+// added the collectives all_reduce, broadcast, all_gather, reduce_scatter and barrier (NOTE
+// [Collective ops]).
+inline constexpr int kOpSetVersion = 8;
+static_assert(kNumOps == 86, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

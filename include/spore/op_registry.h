@@ -191,6 +191,10 @@ struct OpFacts {
   // when the right (left) operand is the constant c; op(op(x)) is x for an involution.
   std::optional<double> right_identity, left_identity;
   bool involution = false;
+  // The op talks to the other processes of the job (NOTE [Collective ops]): every rank must run
+  // it, the same number of times in the same order, so no pass folds, merges or drops such a
+  // node, and no exporter writes it (ONNX and Lite run one process).
+  bool collective = false;
 };
 
 struct OpDef {

@@ -29,17 +29,20 @@ void DistributedDataParallel::broadcast_parameters() {
 std::function<ValueAndGrad(const std::vector<Tensor>&)> DistributedDataParallel::value_and_grad(
     TensorFn loss_fn) {
   std::shared_ptr<GradBuckets> buckets = buckets_;
-  auto inner =
-      spore::value_and_grad(std::move(loss_fn), GradPosition::none(), params_, std::nullopt,
-                            [buckets](size_t i, const Tensor& g) { buckets->grad_ready(i, g); });
+  // Eagerly each gradient goes to its bucket as the tape makes it final; while traced the hook
+  // stays silent and the buckets are reduced by ops after backward (NOTE [Data parallelism in
+  // graph mode]): an eager all-reduce in a trace would run once, and the compiled step would
+  // replay its result as a constant.
+  auto inner = spore::value_and_grad(std::move(loss_fn), GradPosition::none(), params_,
+                                     std::nullopt, [buckets](size_t i, const Tensor& g) {
+                                       if (!graph::is_tracing()) buckets->grad_ready(i, g);
+                                     });
   return [inner = std::move(inner), buckets](const std::vector<Tensor>& inputs) {
-    // Inside a jit trace the all-reduces would run once, at trace time, and the compiled step
-    // would replay those reduced gradients as constants (NOTE [Distributed training]).
-    if (graph::is_tracing())
-      throw Error(ErrorCode::kUnsupported,
-                  "DistributedDataParallel::value_and_grad inside a jit-compiled function: the "
-                  "collectives are not graph nodes, so the compiled step would replay the first "
-                  "step's gradients; jit the forward and loss, and call the DDP step outside");
+    if (graph::is_tracing()) {
+      ValueAndGrad vg = inner(inputs);
+      vg.weight_grads = buckets->reduce_with_ops(vg.weight_grads);
+      return vg;
+    }
     buckets->begin_step();
     ValueAndGrad vg = inner(inputs);
     vg.weight_grads = buckets->finish();

@@ -105,4 +105,37 @@ std::vector<Tensor> GradBuckets::finish() {
   return grads;
 }
 
+std::vector<Tensor> GradBuckets::reduce_with_ops(const std::vector<Tensor>& grads) const {
+  if (grads.size() != shapes_.size())
+    throw Error(ErrorCode::kInternal, "DistributedDataParallel: " + std::to_string(grads.size()) +
+                                          " gradients for " + std::to_string(shapes_.size()) +
+                                          " parameters");
+  const ReduceOp op = options_.gradients_mean ? ReduceOp::kMean : ReduceOp::kSum;
+  std::vector<Tensor> out(grads.size());
+  // Bucket by bucket in index order, as the eager path starts them: the same sequence of
+  // collectives on every rank, and each element summed from the same operands as eagerly.
+  for (const Bucket& b : buckets_) {
+    std::vector<Tensor> flat;
+    for (size_t k : b.params) {
+      const Tensor& g = grads[k];
+      if (!g.defined())
+        throw Error(ErrorCode::kInternal,
+                    "DistributedDataParallel: no gradient for parameter " + std::to_string(k));
+      if (g.shape() != shapes_[k])
+        throw Error(ErrorCode::kShape, "DistributedDataParallel: gradient " + std::to_string(k) +
+                                           " has shape " + g.shape().str() + ", its parameter " +
+                                           shapes_[k].str());
+      flat.push_back(reshape(g.dtype() == b.dtype ? g : cast(g, b.dtype), {-1}));
+    }
+    const Tensor reduced =
+        all_reduce(flat.size() == 1 ? flat[0] : concat(flat, 0), op, options_.in_rank_order);
+    for (size_t s = 0; s < b.params.size(); ++s) {
+      const size_t k = b.params[s];
+      out[k] = reshape(slice(reduced, 0, b.offsets[s], b.offsets[s] + shapes_[k].numel()),
+                       shapes_[k].to_vector());
+    }
+  }
+  return out;
+}
+
 }  // namespace spore::dist

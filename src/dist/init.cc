@@ -118,6 +118,7 @@ ProcessGroup& init(const InitOptions& options) {
                       launch_hint(2, own_argv()) +
                       "` (or set InitOptions::allow_single_process to run it as a group of one)");
     g_world = std::make_unique<ProcessGroup>(detail::make_self_backend(), o);
+    detail::install_collective_runtime(g_world.get());
     apply_thread_count();
     return *g_world;
   }
@@ -136,6 +137,7 @@ ProcessGroup& init(const InitOptions& options) {
                     launch_hint(s, own_argv()) + "`");
   }
   g_world = std::make_unique<ProcessGroup>(std::move(backend), o);
+  detail::install_collective_runtime(g_world.get());
   apply_thread_count();
   return *g_world;
 }
@@ -164,7 +166,8 @@ int get_group_size() {
 void finalize() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_world) g_world->finalize_backend();
-  // The group object stays (references to it remain valid); its calls now refuse.
+  // The group object stays (references to it remain valid); its calls now refuse, the collective
+  // ops' included (their runtime stays installed over it).
 }
 
 }  // namespace spore::dist

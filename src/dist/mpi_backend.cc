@@ -1,13 +1,18 @@
 // The MPI backend (NOTE [Distributed training]): non-blocking MPI collectives on a duplicate of
-// MPI_COMM_WORLD. Errors return (MPI_ERRORS_RETURN) instead of aborting inside the library, and
-// become spore::Error (kIO) naming the MPI call, the rank and MPI's own message.
+// MPI_COMM_WORLD, except the all-reduce, which runs Open MPI's blocking MPI_Allreduce on a
+// thread of its own where MPI allows threads (NOTE [All-reduce on MPI's blocking path]). Errors
+// return (MPI_ERRORS_RETURN) instead of aborting inside the library, and become spore::Error
+// (kIO) naming the MPI call, the rank and MPI's own message.
 #include <mpi.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/backends.h"
+#include "dist/mpi_allreduce_thread.h"
 #include "spore/error.h"
 
 namespace spore::dist::detail {
@@ -157,15 +162,18 @@ class RankOrderRequest final : public CommRequest {
 class MpiBackend final : public CommBackend {
  public:
   MpiBackend() {
-    int initialized = 0;
+    int initialized = 0, provided = MPI_THREAD_SINGLE;
     MPI_Initialized(&initialized);
     if (!initialized) {
-      int provided = 0;
-      // SERIALIZED: data-loader threads exist, but one thread at a time calls the group.
-      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      // MULTIPLE: the all-reduce thread calls MPI while the caller's thread tests other requests
+      // (NOTE [All-reduce on MPI's blocking path]); a library that cannot gives less, and the
+      // all-reduce stays non-blocking on the caller's thread.
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
         throw Error(ErrorCode::kIO,
                     "dist: MPI_Init_thread failed (is this process started by mpirun?)");
       owns_mpi_ = true;
+    } else {
+      MPI_Query_thread(&provided);  // the program initialised MPI itself, at a level of its own
     }
     // Errors come back as codes on WORLD too (a failure outside our communicator, e.g. in
     // MPI_Finalize, must not abort inside the library with a message that names nothing).
@@ -176,6 +184,15 @@ class MpiBackend final : public CommBackend {
     MPI_Comm_set_errhandler(p2p_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    // SPORE_MPI_ALLREDUCE_THREAD=0 keeps MPI_Iallreduce (to compare the two paths); every rank
+    // must see the same value, as MPI_Comm_dup is collective (mpirun passes one environment).
+    const char* env = std::getenv("SPORE_MPI_ALLREDUCE_THREAD");
+    const bool wanted = !(env && std::string(env) == "0");
+    if (provided >= MPI_THREAD_MULTIPLE && wanted && size_ > 1) {
+      check(MPI_Comm_dup(MPI_COMM_WORLD, &ar_comm_), "MPI_Comm_dup", rank_);
+      MPI_Comm_set_errhandler(ar_comm_, MPI_ERRORS_RETURN);
+      ar_thread_ = std::make_unique<MpiAllreduceThread>(ar_comm_, rank_);
+    }
   }
   ~MpiBackend() override { finalize(); }
 
@@ -193,6 +210,8 @@ class MpiBackend final : public CommBackend {
       return std::make_unique<RankOrderRequest>(p2p_, rank_, size_, tag, send, recv, count, dtype,
                                                 op);
     }
+    if (ar_thread_)
+      return ar_thread_->all_reduce(send, recv, mpi_count(count), mpi_type(dtype), mpi_op(op));
     auto r = std::make_unique<MpiRequest>("MPI_Iallreduce", rank_);
     check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, mpi_count(count),
                          mpi_type(dtype), mpi_op(op), comm_, r->handle()),
@@ -228,6 +247,9 @@ class MpiBackend final : public CommBackend {
   }
   void abort(int exit_code) noexcept override { MPI_Abort(MPI_COMM_WORLD, exit_code); }
   void finalize() noexcept override {
+    if (ar_thread_) ar_thread_->stop();
+    ar_thread_.reset();
+    if (ar_comm_ != MPI_COMM_NULL) MPI_Comm_free(&ar_comm_);
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     if (p2p_ != MPI_COMM_NULL) MPI_Comm_free(&p2p_);
     int finalized = 0;
@@ -239,6 +261,8 @@ class MpiBackend final : public CommBackend {
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm p2p_ = MPI_COMM_NULL;  // the rank-order all-reduce's messages
+  MPI_Comm ar_comm_ = MPI_COMM_NULL;  // the all-reduce thread's own
+  std::unique_ptr<MpiAllreduceThread> ar_thread_;
   uint64_t p2p_tickets_ = 0;
   int rank_ = 0, size_ = 1;
   bool owns_mpi_ = false;

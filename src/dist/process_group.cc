@@ -141,10 +141,12 @@ void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
   // than MPI_Allreduce (bench/run_dist.py). A yield costs nothing when no other rank wants the
   // core, as Open MPI's own yield_when_idle; only a wait longer than any sane collective (a
   // straggler, or a rank gone) falls to sleeping, to stop burning a core until the watchdog.
+  // A request that completes on another thread (the MPI backend's all-reduce thread) sleeps in
+  // wait_until until it is done or the deadline passes, so it makes one pass of this loop.
   for (int polls = 0;; ++polls) {
     bool done = false;
     try {
-      done = request.test();
+      done = request.wait_until(deadline);
     } catch (const Error& e) {
       mark_broken(e.what());
       throw;

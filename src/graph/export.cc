@@ -57,6 +57,11 @@ ir::Graph convert(const graph::Graph& g, const ExportOptions& o, const std::map<
       fail(ErrorCode::kValue, std::string("node ") + std::to_string(n) + " (" + node.def->name +
                                   ") writes its input in place (an optimizer update or copy_): export an inference "
                                   "function, not a training step");
+    if (node.def->facts.collective)
+      fail(ErrorCode::kUnsupported, std::string("node ") + std::to_string(n) + " (" + node.def->name +
+                                        ") is a collective across processes (NOTE [Collective ops]), which ONNX "
+                                        "and Lite, running one process, cannot run: export the network without "
+                                        "its DistributedDataParallel wrapper or dist:: calls");
     ir::Node in{node.def, node.attrs, {}, {}, {}};
     // NOTE [Control flow]: a loop's condition and body are closed graphs (their inputs are the
     // node's inputs), written as the IR node's subgraphs (IR version 2).

@@ -33,6 +33,12 @@ Executor::Executor(ir::Graph graph, Device device, std::string label)
       throw Error(ErrorCode::kUnsupported, label_ + ": node " + std::to_string(n) + " (" + graph_.nodes[n].def->name +
                                                ") has subgraphs, which Lite runs for while_loop only; "
                                                "run the model in the framework");
+  for (size_t n = 0; n < graph_.nodes.size(); ++n)
+    if (graph_.nodes[n].def->facts.collective)
+      throw Error(ErrorCode::kUnsupported, label_ + ": node " + std::to_string(n) + " (" + graph_.nodes[n].def->name +
+                                               ") is a collective across processes (NOTE [Collective ops]); Lite "
+                                               "runs one process: export the network without its "
+                                               "DistributedDataParallel wrapper or dist:: calls");
   if (fusion_enabled()) stats_ = optimize(graph_);
   weights_.resize(graph_.values.size());
   for (size_t i = 0; i < graph_.values.size(); ++i) {

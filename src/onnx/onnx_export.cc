@@ -389,6 +389,9 @@ std::string ir_to_onnx_bytes(const ir::Model& m) {
     const ir::Node& n = g.nodes[k];
     w.where = "node " + std::to_string(k) + " (" + n.def->name + ")";
     if (!n.subgraphs.empty()) w.unsupported("subgraphs (cond / while_loop) are not exported to ONNX");
+    if (n.def->facts.collective)
+      w.unsupported("a collective across processes (NOTE [Collective ops]) has no meaning in ONNX, which runs one "
+                    "process: export the network without its DistributedDataParallel wrapper or dist:: calls");
     if (n.outputs.size() != 1) w.unsupported("an op with " + std::to_string(n.outputs.size()) + " outputs");
     write_node(w, n);
   }

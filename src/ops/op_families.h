@@ -35,6 +35,7 @@ void define_fused_ops(OpTable& table);  // fused_elementwise
 void define_llm_ops(OpTable& table);    // llm.cc
 void define_quant_ops(OpTable& table);  // quant.cc
 void define_control_ops(OpTable& table);  // control.cc: while_loop
+void define_collective_ops(OpTable& table);  // collective.cc (NOTE [Collective ops])
 
 // Fills the core's hooks for Tensor's copy, cast and copy_ (NOTE [Core hooks]); the registry
 // calls it when it is built, so that linking the registry links the hooks.

@@ -31,6 +31,7 @@ ops::OpTable* build_table() {
   ops::define_llm_ops(*t);
   ops::define_quant_ops(*t);
   ops::define_control_ops(*t);
+  ops::define_collective_ops(*t);
   // An op listed but not defined keeps its name and fails when dispatched; the registry test
   // asserts that none is left undefined.
   for (int i = 0; i < kNumOps; ++i) {

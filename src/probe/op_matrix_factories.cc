@@ -413,6 +413,18 @@ FactoryTable build() {
                          return dispatch1(OpId::k_fused_elementwise, std::span<const Tensor>(x), program);
                        });
   };
+  // Collectives (NOTE [Collective ops]): the probe runs in one process with no spore::dist
+  // group, a group of one, where each is its input (the group's attributes say one process).
+  auto collective = [](OpId id, Attrs attrs) {
+    return one_input(Shape{2, 3}, K::kGeneral, [id, attrs](const std::vector<Tensor>& x, bool) {
+      return dispatch1(id, std::span<const Tensor>(x), attrs);
+    });
+  };
+  f[OpId::k_all_reduce] = collective(OpId::k_all_reduce, Attrs::of(int64_t{0}, false));
+  f[OpId::k_broadcast] = collective(OpId::k_broadcast, Attrs::of(int64_t{0}));
+  f[OpId::k_all_gather] = collective(OpId::k_all_gather, Attrs::of(int64_t{1}));
+  f[OpId::k_reduce_scatter] = collective(OpId::k_reduce_scatter, Attrs::of(int64_t{0}, int64_t{1}));
+  f[OpId::k_barrier] = collective(OpId::k_barrier, Attrs());
   // LLM blocks (NOTE [LLM blocks]): positions and inv_freq stay int64 / float32 in the reference
   // too (the gradient check perturbs float64 inputs only, and rope has no gradient for them).
   f[OpId::k_rms_norm] = [](DType t) -> std::optional<OpCase> {

@@ -5,7 +5,8 @@ Used as in MindSpore: grads = grad_reducer(grads) between value_and_grad and the
 value_and_grad differentiates exactly this reducer's parameters (weights=optimizer.parameters,
 grad_position=None), it starts each bucket's all-reduce during backward, as soon as the bucket's
 gradients are final, and the reducer then only waits: communication hides behind backward. Any
-other gradients are reduced when the reducer is called."""
+other gradients are reduced when the reducer is called. Inside ms.jit the reducer's all-reduces
+are graph nodes, one per bucket (NOTE [Data parallelism in graph mode])."""
 from .. import _spore
 from .. import parallel_context
 from .cell import Cell

@@ -1,7 +1,7 @@
 """The collective primitives in MindSpore's spelling (mindspore.ops.AllReduce, AllGather,
 Broadcast, ReduceOp) over spore::dist's world group (NOTE [Distributed training in Python]).
-Eager only: inside a jit-compiled function they raise UnsupportedError, since collectives are not
-graph nodes. Call spore.communication.init() first."""
+They are registry ops (NOTE [Collective ops]): inside a jit-compiled function they become graph
+nodes, and gradients flow through them. Call spore.communication.init() first."""
 from .. import _spore
 
 

@@ -20,16 +20,6 @@ dist::ReduceOp reduce_op_of(const std::string& name) {
   throw Error(ErrorCode::kValue, "all_reduce: op must be \"sum\", \"mean\" or \"max\", got \"" + name + "\"");
 }
 
-// A collective inside a jit trace would run once, at trace time, and the compiled graph would
-// replay its result as a constant on every later call: refuse it by name.
-void refuse_in_trace(const char* who) {
-  if (graph::is_tracing())
-    throw Error(ErrorCode::kUnsupported,
-                std::string(who) + " inside a jit-compiled function: collectives are not graph nodes, so the "
-                                   "compiled step would replay the first step's reduced gradients; call it "
-                                   "outside the compiled function (jit the forward and loss only)");
-}
-
 std::vector<Parameter> handles_of(const std::vector<PyParameter*>& ps, const char* who) {
   std::vector<Parameter> out;
   for (PyParameter* p : ps) {
@@ -64,12 +54,15 @@ class GradReducer {
   }
 
   std::vector<Tensor> reduce(const std::vector<Tensor>& grads) {
-    refuse_in_trace("DistributedGradReducer");
     if (grads.size() != params_.size())
       throw Error(ErrorCode::kValue, "DistributedGradReducer: " + std::to_string(grads.size()) +
                                          " gradients for " + std::to_string(params_.size()) +
                                          " parameters; pass the gradients of the parameters it was built with");
     drop_pending();
+    // Inside a jit trace the buckets are reduced by ops, one all_reduce node per bucket (NOTE
+    // [Data parallelism in graph mode]): an eager all-reduce would run once, at trace time, and
+    // the compiled step would replay its result.
+    if (graph::is_tracing()) return in_param_dtypes(buckets_->reduce_with_ops(grads));
     buckets_->begin_step();
     for (size_t k = grads.size(); k-- > 0;) buckets_->grad_ready(k, grads[k]);
     return in_param_dtypes(buckets_->finish());
@@ -84,9 +77,13 @@ class GradReducer {
                                      "parameters in the same order");
     auto buckets = buckets_;
     auto inner = spore::value_and_grad(python_loss_fn(std::move(f)), GradPosition::none(), ws, std::nullopt,
-                                       [buckets](size_t i, const Tensor& g) { buckets->grad_ready(i, g); });
+                                       [buckets](size_t i, const Tensor& g) {
+                                         if (!graph::is_tracing()) buckets->grad_ready(i, g);
+                                       });
     return GradFn{[this, inner = std::move(inner)](const std::vector<Tensor>& in) {
-      refuse_in_trace("value_and_grad with a DistributedGradReducer");
+      // Traced: this rank's own gradients, nothing in flight; the reducer, handed them, finds no
+      // step pending and reduces them with ops (reduce() above).
+      if (graph::is_tracing()) return inner(in);
       drop_pending();
       buckets_->begin_step();
       pending_ = true;
@@ -142,19 +139,20 @@ void bind_dist(py::module_& root) {
     dist::finalize();
   });
   m.def("backend_name", [] { return std::string(dist::world().backend_name()); });
-  // Blocking collectives on whole tensors (ops.AllReduce and friends); the GIL is held, as every
-  // rank runs one Python thread that waits for the others anyway.
+  // Blocking collectives on whole tensors (ops.AllReduce and friends), as registry ops (NOTE
+  // [Collective ops]): a jit trace records them as graph nodes, the tape differentiates them. The
+  // GIL is held, as every rank runs one Python thread that waits for the others anyway.
   m.def("all_reduce", [](const Tensor& x, const std::string& op) {
-    refuse_in_trace("all_reduce");
-    return dist::world().all_reduce(x, reduce_op_of(op));
+    dist::world();  // kValue before init
+    return dist::all_reduce(x, reduce_op_of(op));
   }, py::arg("x"), py::arg("op") = "sum");
   m.def("broadcast", [](const Tensor& x, int root) {
-    refuse_in_trace("broadcast");
-    return dist::world().broadcast(x, root);
+    dist::world();
+    return dist::broadcast(x, root);
   }, py::arg("x"), py::arg("root") = 0);
   m.def("all_gather", [](const Tensor& x) {
-    refuse_in_trace("all_gather");
-    return dist::world().all_gather(x);
+    dist::world();
+    return dist::all_gather(x);
   });
   m.def("barrier", [] { dist::world().barrier(); });
 

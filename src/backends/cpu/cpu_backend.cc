@@ -44,6 +44,7 @@ void register_cpu_kernels() {
   register_fused_kernels();
   register_llm_kernels();
   register_llm_grad_kernels();
+  register_collective_kernels();
 }
 
 // NOTE [Backend registration]: the CPU backend adds itself to the core's list.

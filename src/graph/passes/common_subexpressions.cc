@@ -2,7 +2,8 @@
 // attributes and the same inputs compute the same values, so the later one's outputs are
 // replaced by the earlier one's and the later node is dropped.
 //
-// Never merged: random ops (each node is a draw of its own, whatever its attributes), nodes that
+// Never merged: random ops (each node is a draw of its own, whatever its attributes), collectives
+// (each is a call the other processes match, NOTE [Collective ops]), nodes that
 // write inputs in place (each is an effect), nodes with subgraphs, and nodes that read or produce
 // a mutable value (one some node writes in place: the same expression before and after the write
 // differs).
@@ -18,6 +19,7 @@ namespace {
 bool mergeable(const Graph& g, int i, const std::vector<std::vector<int>>& writers) {
   const Node& n = g.node(i);
   if (n.op() == OpId::k_random_uniform || n.op() == OpId::k_random_normal) return false;
+  if (n.def->facts.collective) return false;
   if (n.def->writes_mask != 0 || n.num_outputs == 0 || !g.subgraphs(i).empty()) return false;
   for (ValueId v : g.inputs(n))
     if (!writers[v].empty()) return false;

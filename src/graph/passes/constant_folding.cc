@@ -2,7 +2,8 @@
 // deterministic creation op (fill, arange), is run once now by ordinary dispatch and its outputs
 // become kConstant values, so later calls of the graph skip it.
 //
-// Never folded: random ops (each call must draw anew); nodes that write inputs in place; nodes
+// Never folded: random ops (each call must draw anew); collectives (each run is a call the other
+// processes match, NOTE [Collective ops]); nodes that write inputs in place; nodes
 // with subgraphs; nodes reading or making a value some node writes in place; and results larger
 // than kMaxFoldedBytes, so folding never trades a cheap op for a large tensor the graph must hold
 // for its whole life. kCaptured values are not constants: they are bound by reference and change
@@ -21,6 +22,7 @@ bool foldable(const Graph& g, int i, const std::vector<std::vector<int>>& writer
   const Node& n = g.node(i);
   const OpId op = n.op();
   if (op == OpId::k_random_uniform || op == OpId::k_random_normal) return false;
+  if (n.def->facts.collective) return false;
   if (n.def->writes_mask != 0 || n.num_outputs == 0 || !g.subgraphs(i).empty()) return false;
   if (n.num_inputs == 0 && op != OpId::k_fill && op != OpId::k_arange) return false;
   for (ValueId v : g.inputs(n))

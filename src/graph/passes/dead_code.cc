@@ -1,7 +1,8 @@
 // Dead-code elimination (NOTE [Graph passes]): drops the nodes none of whose outputs is read by a
 // kept node or is a graph output. A node that writes an input in place (an optimizer update,
 // assign), or whose subgraphs do, is an effect, not a value: it is always kept, and with it
-// everything it reads.
+// everything it reads. So is a collective (NOTE [Collective ops]): the other processes wait for
+// this one's call whether or not its result is read here.
 #include "graph/passes/pass_util.h"
 
 namespace spore::graph {
@@ -11,7 +12,7 @@ namespace {
 // A node is an effect when it writes an input, or when one of its subgraphs (cond's branches,
 // while_loop's body) holds such a node at any depth.
 bool has_effects(const Graph& g, int i) {
-  if (g.node(i).def->writes_mask != 0) return true;
+  if (g.node(i).def->writes_mask != 0 || g.node(i).def->facts.collective) return true;
   for (const auto& sub : g.subgraphs(i))
     for (int k = 0; sub && k < (int)sub->num_nodes(); ++k)
       if (has_effects(*sub, k)) return true;
