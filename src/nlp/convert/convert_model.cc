@@ -269,7 +269,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     if (!opt_number(rope, "original_max_position_embeddings"))
       throw Error(ErrorCode::kFormat, "'" + config_path.string() + "': yarn rope scaling needs original_max_position_embeddings");
     w.set_u32(a + ".rope.scaling.original_context_length", (uint32_t)*opt_number(rope, "original_max_position_embeddings"));
-  } else if (!rope_type.empty() && rope_type != "default" && rope_type != "llama3") {
+  } else if (!rope_type.empty() && rope_type != "default" && rope_type != "llama3" && !arch.own_rope) {
     throw Error(ErrorCode::kUnsupported, "'" + config_path.string() + "': rope type '" + rope_type +
                                              "' is not one spore convert writes (linear, yarn, llama3)");
   }
@@ -289,6 +289,9 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     w.set_u32(a + ".vocab_size", (uint32_t)vocab);
     w.set_u32(a + ".rope.dimension_count", (uint32_t)head_dim);
   }
+
+  std::vector<models::ExtraTensor> extra_tensors;
+  family.write_gguf(config, w, extra_tensors);
 
   ConvertReport report;
   report.architecture = a;
@@ -361,6 +364,14 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     report.tensors.push_back(std::move(t));
   }
 
+  for (models::ExtraTensor& e : extra_tensors) {
+    std::vector<uint8_t> bytes(e.values.size() * 4);
+    std::memcpy(bytes.data(), e.values.data(), bytes.size());
+    ConvertedTensor t{e.name, "(config.json)", GgmlType::kF32, {(uint64_t)e.values.size()}, ""};
+    w.add_tensor(t.name, t.type, t.dims, std::move(bytes));
+    report.tensors.push_back(std::move(t));
+  }
+
   bool tied = true;  // no output.weight: the head is the embedding (q4_k_m quantises it as the head)
   for (const Plan& p : plans) tied = tied && p.gguf != "output.weight";
   const size_t total = plans.size();
@@ -390,6 +401,8 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     const std::string gname = p.gguf, hname = p.hf;
     const int64_t ph = p.permute_heads;
     const bool t_is_1d = s.ndim() == 1;
+    // Gemma's norms compute x * (1 + w): llama.cpp's converter stores 1 + w.
+    const bool plus_one = arch.norm_plus_one && hname.size() >= 11 && hname.compare(hname.size() - 11, 11, "norm.weight") == 0;
     auto file = where.at(p.hf);
     const size_t my_index = ++index;
     auto progress = options.progress;
@@ -398,7 +411,11 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
       // One tensor in memory at a time, read in place as float32 (a copy only to permute).
       const Tensor src = cast(file->load(hname), DType::kFloat32).contiguous();
       const std::span<const float> v(static_cast<const float*>(src.data_ptr()), (size_t)src.numel());
-      if (ph > 0) {  // a bias permutes like a one-column matrix
+      if (plus_one) {
+        std::vector<float> shifted(v.begin(), v.end());
+        for (float& x : shifted) x += 1.0f;
+        encode(type, shifted, cols, sink);
+      } else if (ph > 0) {  // a bias permutes like a one-column matrix
         const std::vector<float> copy(v.begin(), v.end());
         encode(type, rows == 1 && t_is_1d ? permute_rows(copy, (int64_t)cols, 1, ph, hname)
                                           : permute_rows(copy, (int64_t)rows, (int64_t)cols, ph, hname),

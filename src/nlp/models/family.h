@@ -17,6 +17,7 @@
 
 namespace spore {
 class GgufFile;
+class GgufWriter;
 }
 
 namespace spore::nlp::models {
@@ -36,6 +37,7 @@ struct WeightNames {
   TensorName post_attn_norm, post_ffn_norm;  // Gemma 2's sandwich norms
   // Multi-head latent attention (minicpm3): low-rank q and a compressed kv with a shared rope key.
   TensorName q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;
+  TensorName qkv, gate_up;  // fused projections (phi3)
 
   // Every entry, for the converter's Hugging Face -> GGUF map.
   std::vector<const TensorName*> all() const;
@@ -49,6 +51,14 @@ struct GgufWriting {
   std::string arch;            // general.architecture written; empty: spore convert refuses the family
   bool permute_qk = false;     // LlamaModel.permute of q/k rows for the interleaved (GPT-J) rope
   bool llama_extras = false;   // <arch>.vocab_size, rope.dimension_count, add_space_prefix (LlamaModel)
+  bool norm_plus_one = false;  // every *norm.weight written as weight + 1 (Gemma's converters)
+  bool own_rope = false;       // the family's write_gguf writes its rope scaling (phi3's LongRoPE)
+};
+
+// A float32 tensor spore convert writes beside the weights (phi3's rope factors).
+struct ExtraTensor {
+  std::string name;
+  std::vector<float> values;
 };
 
 class Family {
@@ -79,6 +89,9 @@ class Family {
   virtual DecoderSpec decoder(const ModelConfig& c) const;
   // Activation widths per token of the q and of the k+v projections (the memory plan's scratch).
   virtual std::pair<int64_t, int64_t> projection_widths(const ModelConfig& c) const;
+  // spore convert: the family's own keys (and tensors) as llama.cpp's converter writes them, after
+  // the shared ones (sizes, rope base and scaling, eps, head lengths); kFormat naming the field.
+  virtual void write_gguf(const nlohmann::json& /*cfg*/, GgufWriter& /*w*/, std::vector<ExtraTensor>& /*tensors*/) const {}
   // config.json's tie_word_embeddings when absent.
   virtual bool default_tie() const { return false; }
 
@@ -100,6 +113,11 @@ const Family& qwen3_family();     // qwen3.cc
 const Family& minicpm3_family();  // minicpm3.cc
 const Family& mistral_family();   // mistral.cc
 const Family& gemma2_family();    // gemma2.cc
+const Family& gemma_family();     // gemma.cc
+const Family& gemma3_family();    // gemma3.cc
+const Family& phi3_family();      // phi3.cc
+const Family& granite_family();   // granite.cc
+const Family& olmo2_family();     // olmo2.cc
 
 // All families, for lookup and messages.
 std::vector<const Family*> all_families();
@@ -116,6 +134,14 @@ std::string layer_name(const std::string& pattern, int64_t layer);
 // config.json's sliding_window into extra["sliding_window"]: `absent` when the field is missing,
 // none when it is null or the whole context fits in it; kFormat when negative.
 void read_sliding_window(const nlohmann::json& cfg, ModelConfig& c, int64_t absent);
+
+// Gemma's MLP activation: config.json's hidden_activation, else hidden_act, must be the tanh GeLU
+// (gelu_pytorch_tanh); kUnsupported naming the field and the family otherwise.
+void read_gelu_tanh(const nlohmann::json& cfg, ModelConfig& c);
+
+// Whether the ggml numerics have a kernel for every block the config's family composes (no sliding
+// window, soft-cap or per-layer rope base): GGUF files load with them unless told otherwise.
+bool ggml_numerics_cover(const ModelConfig& c);
 
 // A family hyperparameter kept in ModelConfig::extra (0 when absent).
 double extra(const ModelConfig& c, const std::string& key);

@@ -33,7 +33,8 @@ WeightNames llama_style_names() {
 std::vector<const TensorName*> WeightNames::all() const {
   return {&embed, &final_norm, &lm_head, &attn_norm, &q,        &k,    &v,    &o,         &q_bias,
           &k_bias, &v_bias,    &o_bias,  &q_norm,    &k_norm,   &ffn_norm, &gate, &up,   &down,
-          &post_attn_norm, &post_ffn_norm, &q_a,    &q_a_norm,  &q_b,     &kv_a,      &kv_a_norm, &kv_b};
+          &post_attn_norm, &post_ffn_norm, &q_a,    &q_a_norm,  &q_b,     &kv_a,      &kv_a_norm, &kv_b,
+          &qkv,   &gate_up};
 }
 
 std::string layer_name(const std::string& pattern, int64_t layer) {
