@@ -114,7 +114,7 @@ std::vector<std::tuple<std::string, Source>> cases() {
     const bool hf_elsewhere = f == "llama" || f == "qwen2" || f == "qwen3" || f == "minicpm3" || f == "mistral" || f == "gemma2";
     if (!hf_elsewhere) out.emplace_back(f, Source::kHf);
     out.emplace_back(f, Source::kLlamaCpp);
-    if (f != "minicpm3") out.emplace_back(f, Source::kSporeConvert);  // spore convert does not write minicpm3
+    out.emplace_back(f, Source::kSporeConvert);
   }
   return out;
 }

@@ -279,7 +279,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   const int64_t head_dim = has_head_dim ? need_int(config, "head_dim", config_path) : hidden / heads;
   // transformers' LlamaConfig always carries head_dim, so llama.cpp writes the lengths for llama
   // even when config.json leaves head_dim out.
-  if (has_head_dim || arch.llama_extras) {
+  if (!arch.own_head_lengths && (has_head_dim || arch.llama_extras)) {
     w.set_u32(a + ".attention.key_length", (uint32_t)head_dim);
     w.set_u32(a + ".attention.value_length", (uint32_t)head_dim);
   }

@@ -53,6 +53,7 @@ struct GgufWriting {
   bool llama_extras = false;   // <arch>.vocab_size, rope.dimension_count, add_space_prefix (LlamaModel)
   bool norm_plus_one = false;  // every *norm.weight written as weight + 1 (Gemma's converters)
   bool own_rope = false;       // the family's write_gguf writes its rope scaling (phi3's LongRoPE)
+  bool own_head_lengths = false;  // ... and its key/value lengths (minicpm3's head_dim is the rotary part)
 };
 
 // A float32 tensor spore convert writes beside the weights (phi3's rope factors).
