@@ -38,9 +38,18 @@ void write_tiny_tokenizer_json(const std::filesystem::path& dir) {
   write_text(dir / "tokenizer.json", nlohmann::json{{"model", model}, {"pre_tokenizer", {{"type", "ByteLevel"}}}}.dump());
 }
 
+// The scratch folders of spore_converted, removed when the test program ends.
+struct ScratchDirs {
+  std::map<std::string, std::filesystem::path> gguf;
+  ~ScratchDirs() {
+    for (const auto& [family, path] : gguf) std::filesystem::remove_all(path.parent_path());
+  }
+};
+
 // spore convert's f32 GGUF of a family's fixture, written once per process.
 std::filesystem::path spore_converted(const std::string& family) {
-  static std::map<std::string, std::filesystem::path> done;
+  static ScratchDirs scratch;
+  auto& done = scratch.gguf;
   if (auto it = done.find(family); it != done.end()) return it->second;
   const auto dir = scratch_copy(family, "sources");
   std::filesystem::remove(dir / "tokenizer.model");
