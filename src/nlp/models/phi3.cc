@@ -107,6 +107,12 @@ class Phi3 final : public Family {
     }
   }
 
+  // The fused product and the q / k / v slices copied out of it are alive together.
+  std::pair<int64_t, int64_t> projection_widths(const ModelConfig& c) const override {
+    const auto [q, kv] = Family::projection_widths(c);
+    return {2 * q, 2 * kv};
+  }
+
   DecoderSpec decoder(const ModelConfig& c) const override {
     DecoderSpec s = Family::decoder(c);
     for (LayerSpec& l : s.layers) {
