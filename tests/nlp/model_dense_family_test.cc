@@ -11,6 +11,7 @@
 #include "nlp/model_internal.h"
 #include "spore/gguf.h"
 #include "spore/gguf_writer.h"
+#include "spore/nlp/convert.h"
 #include "test_util.h"
 
 namespace spore::test::llm {
@@ -81,6 +82,21 @@ TEST(DenseFamilies, Olmo2RefusesOlmo3Windows) {
   EXPECT_TRUE(nlp::config_from_json(j, "olmo2.json").qk_norm);
   j["sliding_window"] = 4;
   expect_error([&] { nlp::config_from_json(j, "olmo2.json"); }, ErrorCode::kUnsupported, "sliding_window", "OLMo 3");
+}
+
+// spore convert checks what it writes from config.json: LongRoPE factors of the wrong length are
+// named, and nothing is written.
+TEST(DenseFamilies, ConvertNamesBadLongRopeFactors) {
+  for (const char* family : {"phi3", "minicpm3"}) {
+    const auto dir = scratch_copy(family, "bad_factors");
+    nlohmann::json cfg = read_json(dir / "config.json");
+    cfg["rope_parameters"]["long_factor"] = {1.0, 2.0, 3.0};
+    write_text(dir / "config.json", cfg.dump());
+    const auto out = dir / "out.gguf";
+    expect_error([&] { nlp::convert_hf_to_gguf(dir, out); }, ErrorCode::kFormat, "long_factor", "4 numbers");
+    EXPECT_FALSE(std::filesystem::exists(out)) << family;
+    std::filesystem::remove_all(dir);
+  }
 }
 
 // A copy of a family's llama.cpp GGUF without one tensor and with some keys replaced (nullopt:

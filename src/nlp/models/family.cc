@@ -58,6 +58,27 @@ void read_gelu_tanh(const nlohmann::json& cfg, ModelConfig& c) {
                                              " runs gelu_pytorch_tanh, the tanh GeLU)");
 }
 
+nlohmann::json rope_object(const nlohmann::json& cfg) {
+  nlohmann::json rope = nlohmann::json::object();
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (cfg.contains(key) && cfg[key].is_object()) rope = cfg[key];
+  return rope;
+}
+
+void add_longrope_factor_tensors(const nlohmann::json& rope, int64_t half, std::vector<ExtraTensor>& tensors) {
+  for (const char* key : {"long_factor", "short_factor"}) {
+    if (!rope.contains(key) || !rope[key].is_array() || static_cast<int64_t>(rope[key].size()) != half)
+      config_fail("config.json", std::string("rope ") + key + " must hold " + std::to_string(half) +
+                                     " numbers (the rotary size / 2)");
+    ExtraTensor t{std::string("rope_factors_") + (key[0] == 'l' ? "long" : "short") + ".weight", {}};
+    for (const auto& f : rope[key]) {
+      if (!f.is_number()) config_fail("config.json", std::string("rope ") + key + " must hold numbers");
+      t.values.push_back(f.get<float>());
+    }
+    tensors.push_back(std::move(t));
+  }
+}
+
 bool ggml_numerics_cover(const ModelConfig& c) {
   const Family* f = find_family(c.family);
   if (!f) return true;

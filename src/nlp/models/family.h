@@ -140,6 +140,13 @@ void read_sliding_window(const nlohmann::json& cfg, ModelConfig& c, int64_t abse
 // (gelu_pytorch_tanh); kUnsupported naming the field and the family otherwise.
 void read_gelu_tanh(const nlohmann::json& cfg, ModelConfig& c);
 
+// config.json's rope object: rope_scaling (transformers 4) or rope_parameters (5); {} when neither.
+nlohmann::json rope_object(const nlohmann::json& cfg);
+// spore convert: LongRoPE's long_factor / short_factor of `rope` as the tensors llama.cpp's
+// converters write (rope_factors_long / _short.weight), `half` numbers each; kFormat naming the
+// field otherwise.
+void add_longrope_factor_tensors(const nlohmann::json& rope, int64_t half, std::vector<ExtraTensor>& tensors);
+
 // Whether the ggml numerics have a kernel for every block the config's family composes (no sliding
 // window, soft-cap or per-layer rope base): GGUF files load with them unless told otherwise.
 bool ggml_numerics_cover(const ModelConfig& c);

@@ -85,20 +85,8 @@ class MiniCpm3 final : public Family {
     w.set_u32(a + "attention.kv_lora_rank", static_cast<uint32_t>(json_int(cfg, "kv_lora_rank", src)));
     w.set_u32(a + "attention.key_length", static_cast<uint32_t>(nope + rope));
     w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(rope));
-    nlohmann::json rs = nlohmann::json::object();
-    for (const char* key : {"rope_parameters", "rope_scaling"})
-      if (cfg.contains(key) && cfg[key].is_object()) rs = cfg[key];
-    if (!rs.contains("long_factor") && !rs.contains("short_factor")) return;
-    for (const char* key : {"long_factor", "short_factor"}) {
-      if (!rs.contains(key) || !rs[key].is_array() || static_cast<int64_t>(rs[key].size()) != rope / 2)
-        config_fail(src, std::string("rope ") + key + " must hold " + std::to_string(rope / 2) + " numbers (qk_rope_head_dim / 2)");
-      ExtraTensor t{std::string("rope_factors_") + (key[0] == 'l' ? "long" : "short") + ".weight", {}};
-      for (const auto& f : rs[key]) {
-        if (!f.is_number()) config_fail(src, std::string("rope ") + key + " must hold numbers");
-        t.values.push_back(f.get<float>());
-      }
-      tensors.push_back(std::move(t));
-    }
+    const nlohmann::json rs = rope_object(cfg);
+    if (rs.contains("long_factor") || rs.contains("short_factor")) add_longrope_factor_tensors(rs, rope / 2, tensors);
   }
 
   void validate(ModelConfig& c) const override {

@@ -71,9 +71,7 @@ class Phi3 final : public Family {
   // window (0 for none) and, for LongRoPE, the attention factor and the two factor tensors.
   void write_gguf(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>& tensors) const override {
     const std::string a = writes.arch + ".", src = "config.json";
-    nlohmann::json rope = nlohmann::json::object();
-    for (const char* key : {"rope_parameters", "rope_scaling"})
-      if (cfg.contains(key) && cfg[key].is_object()) rope = cfg[key];
+    const nlohmann::json rope = rope_object(cfg);
     const int64_t heads = json_int(cfg, "num_attention_heads", src), hidden = json_int(cfg, "hidden_size", src);
     const int64_t max_pos = json_int(cfg, "max_position_embeddings", src);
     const int64_t orig = json_int(rope, "original_max_position_embeddings", src,
@@ -95,16 +93,7 @@ class Phi3 final : public Family {
     const double scale = static_cast<double>(max_pos) / static_cast<double>(orig);
     const double attn = scale > 1 ? std::sqrt(1 + std::log(scale) / std::log(static_cast<double>(orig))) : 1.0;
     w.set_f32(a + "rope.scaling.attn_factor", static_cast<float>(attn));
-    for (const char* key : {"long_factor", "short_factor"}) {
-      if (!rope[key].is_array() || static_cast<int64_t>(rope[key].size()) != rot / 2)
-        config_fail(src, std::string("rope ") + key + " must hold " + std::to_string(rot / 2) + " numbers (head size / 2)");
-      ExtraTensor t{std::string("rope_factors_") + (key[0] == 'l' ? "long" : "short") + ".weight", {}};
-      for (const auto& f : rope[key]) {
-        if (!f.is_number()) config_fail(src, std::string("rope ") + key + " must hold numbers");
-        t.values.push_back(f.get<float>());
-      }
-      tensors.push_back(std::move(t));
-    }
+    add_longrope_factor_tensors(rope, rot / 2, tensors);
   }
 
   // The fused product and the q / k / v slices copied out of it are alive together.
