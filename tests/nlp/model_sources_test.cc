@@ -167,7 +167,8 @@ TEST(ModelSources, FamilyHyperparametersAgreeBetweenHfAndLlamaCppGguf) {
     EXPECT_NE(a.rope_theta, a.extra.at("rope_local_base_freq"));
     EXPECT_EQ(a.extra.at("sliding_window"), b.extra.at("sliding_window"));
     EXPECT_EQ(a.extra.at("sliding_window_pattern"), 2);  // layer_types: sliding, full
-    EXPECT_EQ(b.extra.at("sliding_window_pattern"), 6);  // no pattern key: llama.cpp's default
+    // No pattern key: llama.cpp's default 6, which at 2 layers slides both (stored as 0, "all").
+    EXPECT_EQ(b.extra.at("sliding_window_pattern"), 0);
     EXPECT_TRUE(a.qk_norm && b.qk_norm);
   }
   {

@@ -83,8 +83,9 @@ class Gemma2 final : public Family {
     if (window > 0 && window < c.max_position_embeddings) c.extra["sliding_window"] = static_cast<double>(window);
     if (const GgufValue* v = g.find(p + "attention.sliding_window_pattern"); v && (v->is_array() || g.get_int(p + "attention.sliding_window_pattern") != 2))
       throw Error(ErrorCode::kUnsupported, c.source + ": " + p + "attention.sliding_window_pattern (gemma2 runs the alternating pattern, 2)");
-    const int64_t head = c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_heads;
-    c.extra["query_pre_attn_scalar"] = static_cast<double>(c.num_layers == 46 ? c.hidden_size / c.num_heads : head);
+    const int64_t per_head = c.num_heads > 0 ? c.hidden_size / c.num_heads : 0;  // heads checked later
+    const int64_t head = c.head_dim > 0 ? c.head_dim : per_head;
+    c.extra["query_pre_attn_scalar"] = static_cast<double>(c.num_layers == 46 ? per_head : head);
     for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"})
       if (c.extra[key] < 0) config_fail(c.source, p + key + " must not be negative");
   }

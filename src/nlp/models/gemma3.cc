@@ -39,6 +39,9 @@ int64_t sliding_period(const std::vector<bool>& sliding) {
   return -1;
 }
 
+// A period longer than the model slides every layer, as 0 does (and keeps the stored number small).
+int64_t normal_period(int64_t period, int64_t layers) { return period > layers && layers > 0 ? 0 : period; }
+
 class Gemma3 final : public Family {
  public:
   Gemma3() : Family("gemma3", {"gemma3_text"}, {"Gemma3ForCausalLM"}, "gemma3", {"gemma3"}) {
@@ -108,7 +111,7 @@ class Gemma3 final : public Family {
                                                    "in one full layer; gemma3 runs those");
     }
     if (period < 0) config_fail(src, "sliding_window_pattern must be >= 0, got " + std::to_string(period));
-    c.extra["sliding_window_pattern"] = static_cast<double>(period);
+    c.extra["sliding_window_pattern"] = static_cast<double>(normal_period(period, c.num_layers));
   }
 
   // As llama.cpp's Gemma3Model writes them, plus the layer pattern as the integer llama.cpp reads
@@ -165,13 +168,13 @@ class Gemma3 final : public Family {
         if (period < 0) config_fail(c.source, p + "attention.sliding_window_pattern must be >= 0");
       }
     }
-    c.extra["sliding_window_pattern"] = static_cast<double>(period);
+    c.extra["sliding_window_pattern"] = static_cast<double>(normal_period(period, c.num_layers));
     c.extra["rope_local_base_freq"] = g.contains(p + "rope.freq_base_swa") ? g.get_float(p + "rope.freq_base_swa") : 10000.0;
     c.extra["final_logit_softcapping"] =
         g.contains(p + "final_logit_softcapping") ? g.get_float(p + "final_logit_softcapping") : 0.0;
-    const int64_t head = c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_heads;
-    c.extra["query_pre_attn_scalar"] =
-        static_cast<double>(c.num_layers == 62 ? c.hidden_size / c.num_heads : head);
+    const int64_t per_head = c.num_heads > 0 ? c.hidden_size / c.num_heads : 0;  // heads checked later
+    const int64_t head = c.head_dim > 0 ? c.head_dim : per_head;
+    c.extra["query_pre_attn_scalar"] = static_cast<double>(c.num_layers == 62 ? per_head : head);
   }
 
   void validate(ModelConfig& c) const override {

@@ -53,7 +53,7 @@ class Phi3 final : public Family {
     // so that the long / short switch and the attention factor work as for config.json.
     const std::string orig = p + "rope.scaling.original_context_length";
     if (!g.contains(orig)) config_fail(c.source, "rope_factors_short.weight needs " + orig);
-    const int64_t head = c.head_dim > 0 ? c.head_dim : c.hidden_size / c.num_heads;
+    const int64_t head = c.head_dim > 0 ? c.head_dim : (c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
     const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head;
     if (rot != head)
       throw Error(ErrorCode::kUnsupported, c.source + ": " + p + "rope.dimension_count " + std::to_string(rot) +
@@ -76,6 +76,7 @@ class Phi3 final : public Family {
     const int64_t max_pos = json_int(cfg, "max_position_embeddings", src);
     const int64_t orig = json_int(rope, "original_max_position_embeddings", src,
                                   json_int(cfg, "original_max_position_embeddings", src, max_pos));
+    if (heads <= 0) config_fail(src, "num_attention_heads must be positive");
     const int64_t rot = hidden / heads;
     w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(rot));
     w.set_u32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(orig));
