@@ -35,9 +35,10 @@ A model loads when its loader covers it; whether it runs depends on the kernels 
 """
 
 
-def add_tiny_sentencepiece(hf_dir, vocab_size=256):
+def add_tiny_sentencepiece(hf_dir, vocab_size=256, identity_normalizer=False):
     """Trains a deterministic SentencePiece BPE model of at most `vocab_size` pieces into
-    hf_dir/tokenizer.model (the converter pads the vocabulary to config.json's vocab_size)."""
+    hf_dir/tokenizer.model (the converter pads the vocabulary to config.json's vocab_size).
+    identity_normalizer: no NFKC table in the file (3 KB instead of 240 KB)."""
     import sentencepiece as spm
 
     model = io.BytesIO()
@@ -46,36 +47,35 @@ def add_tiny_sentencepiece(hf_dir, vocab_size=256):
         sentence_iterator=iter(lines), model_writer=model, model_type="bpe", vocab_size=vocab_size,
         hard_vocab_limit=False, character_coverage=1.0, num_threads=1, minloglevel=2,
         unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
-        # No NFKC table: it is most of the file (~240 KB), and the stand-in needs no normalization.
-        normalization_rule_name="identity")
+        **({"normalization_rule_name": "identity"} if identity_normalizer else {}))
     pathlib.Path(hf_dir, "tokenizer.model").write_bytes(model.getvalue())
 
 
-# Runs convert_hf_to_gguf.py as its own __main__, with one change: a family whose converter takes
-# only a BPE tokenizer.json (its pre-tokenizer hash checked, e.g. olmo2) takes the stand-in
-# tokenizer.model instead when the folder has no tokenizer.json. Weights, names and metadata are
-# the converter's own.
-_RUNNER = """
-import pathlib, runpy, sys
-src = pathlib.Path(sys.argv.pop(1))
-sys.path[:0] = [str(src), str(src / "gguf-py")]
-from conversion import base
-gpt2 = base.TextModel._set_vocab_gpt2
-def vocab(self):
-    if (self.dir_model / "tokenizer.model").is_file() and not (self.dir_model / "tokenizer.json").is_file():
-        return self._set_vocab_sentencepiece()
-    return gpt2(self)
-base.TextModel._set_vocab_gpt2 = vocab
-sys.argv[0] = str(src / "convert_hf_to_gguf.py")
-runpy.run_path(sys.argv[0], run_name="__main__")
+# Families whose set_vocab goes straight to the BPE path (qwen2moe, qwen3moe, deepseek2): the
+# converter is run with its BPE reader pointed at its own SentencePiece reader, so the stand-in
+# tokenizer.model serves them too. Everything else (weights, names, metadata) is untouched.
+_SENTENCEPIECE_FOR_BPE = """
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+import conversion.base as base
+base.TextModel._set_vocab_gpt2 = lambda self: base.TextModel._set_vocab_sentencepiece(self)
+script = sys.argv[1] + "/convert_hf_to_gguf.py"
+sys.argv = [script] + sys.argv[2:]
+runpy.run_path(script, run_name="__main__")
 """
 
 
-def convert_with_llama_cpp(hf_dir, out_path, outtype="f32"):
-    """Runs the pinned sdist's convert_hf_to_gguf.py on hf_dir, writing out_path."""
+def convert_with_llama_cpp(hf_dir, out_path, outtype="f32", sentencepiece_vocab=False):
+    """Runs the pinned sdist's convert_hf_to_gguf.py on hf_dir, writing out_path.
+    sentencepiece_vocab: read the stand-in tokenizer.model even where the family's set_vocab
+    would only try tokenizer.json (see _SENTENCEPIECE_FOR_BPE)."""
     src = pathlib.Path(llama_cpp_source(str(PEERS), [sys.executable, "-m", "pip"], LLAMA_CPP_PYTHON))
     env = dict(os.environ, PYTHONPATH=str(src / "gguf-py"), NO_LOCAL_GGUF="")
-    cmd = [sys.executable, "-c", _RUNNER, str(src), str(hf_dir), "--outfile", str(out_path), "--outtype", outtype]
+    args = [str(hf_dir), "--outfile", str(out_path), "--outtype", outtype]
+    if sentencepiece_vocab:
+        cmd = [sys.executable, "-c", _SENTENCEPIECE_FOR_BPE, str(src)] + args
+    else:
+        cmd = [sys.executable, str(src / "convert_hf_to_gguf.py")] + args
     run = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"convert_hf_to_gguf.py failed on {hf_dir}:\n{run.stderr[-4000:]}")
