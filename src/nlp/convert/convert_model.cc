@@ -291,7 +291,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   }
 
   std::vector<models::ExtraTensor> extra_tensors;
-  family.write_gguf(config, w, extra_tensors);
+  family.write_gguf_extras(config, w, extra_tensors);
 
   ConvertReport report;
   report.architecture = a;

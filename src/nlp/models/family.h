@@ -52,7 +52,7 @@ struct GgufWriting {
   bool permute_qk = false;     // LlamaModel.permute of q/k rows for the interleaved (GPT-J) rope
   bool llama_extras = false;   // <arch>.vocab_size, rope.dimension_count, add_space_prefix (LlamaModel)
   bool norm_plus_one = false;  // every *norm.weight written as weight + 1 (Gemma's converters)
-  bool own_rope = false;       // the family's write_gguf writes its rope scaling (phi3's LongRoPE)
+  bool own_rope = false;       // the family's write_gguf_extras writes its rope scaling (phi3's LongRoPE)
   bool own_head_lengths = false;  // ... and its key/value lengths (minicpm3's head_dim is the rotary part)
 };
 
@@ -92,7 +92,7 @@ class Family {
   virtual std::pair<int64_t, int64_t> projection_widths(const ModelConfig& c) const;
   // spore convert: the family's own keys (and tensors) as llama.cpp's converter writes them, after
   // the shared ones (sizes, rope base and scaling, eps, head lengths); kFormat naming the field.
-  virtual void write_gguf(const nlohmann::json& /*cfg*/, GgufWriter& /*w*/, std::vector<ExtraTensor>& /*tensors*/) const {}
+  virtual void write_gguf_extras(const nlohmann::json& /*cfg*/, GgufWriter& /*w*/, std::vector<ExtraTensor>& /*tensors*/) const {}
   // config.json's tie_word_embeddings when absent.
   virtual bool default_tie() const { return false; }
 

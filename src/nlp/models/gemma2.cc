@@ -62,7 +62,7 @@ class Gemma2 final : public Family {
   }
 
   // As llama.cpp's Gemma2Model writes them (query_pre_attn_scalar does not survive).
-  void write_gguf(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>&) const override {
+  void write_gguf_extras(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>&) const override {
     const std::string a = writes.arch + ".";
     for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"})
       if (cfg.contains(key) && cfg[key].is_number()) w.set_f32(a + key, cfg[key].get<float>());

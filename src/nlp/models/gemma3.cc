@@ -116,7 +116,7 @@ class Gemma3 final : public Family {
 
   // As llama.cpp's Gemma3Model writes them, plus the layer pattern as the integer llama.cpp reads
   // (its converter leaves it out, so its files run every 6th layer full whatever config.json said).
-  void write_gguf(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>&) const override {
+  void write_gguf_extras(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>&) const override {
     const std::string a = writes.arch + ".";
     ModelConfig c;
     c.source = "config.json";

@@ -42,7 +42,7 @@ class Granite final : public Family {
   }
 
   // llama.cpp's GraniteModel writes each multiplier config.json sets (and ignores head_dim).
-  void write_gguf(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>&) const override {
+  void write_gguf_extras(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>&) const override {
     for (const auto& [field, key] : kMultipliers)
       if (cfg.contains(field) && cfg[field].is_number() && cfg[field].get<double>() != 0)
         w.set_f32(writes.arch + "." + key, cfg[field].get<float>());

@@ -76,7 +76,7 @@ class MiniCpm3 final : public Family {
   // As llama.cpp's MiniCPM3Model writes them: the ranks, the q/k head (nope + rope) as key_length,
   // the rotary size, the vocabulary size and the LongRoPE factors as tensors (no value_length: the
   // value head is hidden / heads there).
-  void write_gguf(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>& tensors) const override {
+  void write_gguf_extras(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>& tensors) const override {
     const std::string a = writes.arch + ".", src = "config.json";
     const int64_t nope = json_int(cfg, "qk_nope_head_dim", src), rope = json_int(cfg, "qk_rope_head_dim", src);
     w.set_u32(a + "vocab_size", static_cast<uint32_t>(json_int(cfg, "vocab_size", src)));

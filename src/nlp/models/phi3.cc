@@ -69,7 +69,7 @@ class Phi3 final : public Family {
 
   // As llama.cpp's Phi3MiniModel writes them: the rotary size, the original context, the
   // window (0 for none) and, for LongRoPE, the attention factor and the two factor tensors.
-  void write_gguf(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>& tensors) const override {
+  void write_gguf_extras(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>& tensors) const override {
     const std::string a = writes.arch + ".", src = "config.json";
     const nlohmann::json rope = rope_object(cfg);
     const int64_t heads = json_int(cfg, "num_attention_heads", src), hidden = json_int(cfg, "hidden_size", src);
