@@ -30,8 +30,27 @@ hidden 32, 4 query heads over 2 kv heads, vocab 256), seeded, float32:
          first layer, then 8 experts of 16 (top 2, routed_scaling_factor 2) and 2 shared experts
   (MoE: NOTE [Mixture of experts]; the script asserts the router's top-k margins; no model.gguf:
   model-llama-cpp.gguf is llama.cpp's converter's, and the tests write spore convert's.)
+  gemma  Gemma 1's structure (norm weight + 1, GeGLU, sqrt(hidden) embedding scale, head_dim 8, tied).
+  gemma3 Gemma 3's text model (Gemma3ForCausalLM): gemma2's sandwich norms and GeGLU, per-head q/k
+         norms (weight + 1), layer_types sliding / full with a window of 4, and two rope bases
+         (sliding layers 10000, full layers 1e6); the script checks that both the window and the
+         second base change the logits.
+  phi3   Phi-3's structure (fused qkv_proj and gate_up_proj, LongRoPE short/long factors with an
+         original context of 256 under 512 positions, so HF's attention factor acts; untied).
+         llama.cpp picks the long factors when its context passes the original one, transformers
+         when the sequence does: the check of llama.cpp below runs it within the original context.
+  granite  Granite 3's structure with its four multipliers at values that act (embedding 3,
+         residual 0.5, attention 0.2, logits divided by 4; untied).
+  olmo2  OLMo 2's structure (no pre-norms: RMSNorm after the attention and after the MLP, before
+         each residual add; q/k RMSNorm over the whole projection; untied).
 Each directory holds
-  hf/          config.json, generation_config.json, model.safetensors (transformers' save_pretrained)
+  hf/          config.json, generation_config.json, model.safetensors (transformers' save_pretrained),
+               tokenizer.model (a stand-in SentencePiece vocabulary, tools/llama_convert.py)
+  model-llama-cpp.gguf   the same model converted by llama.cpp's own convert_hf_to_gguf.py (f32),
+               every family; where llama.cpp reads that file differently from transformers
+               (LLAMA_CPP_READING below) reference_llama_cpp.safetensors and reference.json's
+               greedy_llama_cpp hold transformers' outputs under llama.cpp's reading, and the
+               script checks llama.cpp itself (llama-cpp-python) against the expected logits.
   model.gguf   the same weights as GGUF F32, named and laid out as llama.cpp's convert_hf_to_gguf.py
                does: llama's q/k rows permuted for the interleaved rope, Llama 3's scaled
                frequencies as the rope_freqs.weight divisors, tied models without output.weight
@@ -99,17 +118,59 @@ FAMILIES = {
         v_head_dim=8, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=2,
         first_k_dense_replace=1, routed_scaling_factor=2.0, norm_topk_prob=False, topk_method="greedy",
         tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-6)),
+    "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, dict(
+        rope_theta=10000.0, tie_word_embeddings=True, head_dim=8, hidden_act="gelu_pytorch_tanh",
+        rms_norm_eps=1e-6)),
+    "gemma3": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM, dict(
+        tie_word_embeddings=True, head_dim=8, sliding_window=4, query_pre_attn_scalar=8,
+        layer_types=["sliding_attention", "full_attention"], hidden_act=None,
+        hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, attn_implementation="eager",
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}})),
+    "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM, dict(
+        tie_word_embeddings=False, max_position_embeddings=512, original_max_position_embeddings=256, pad_token_id=0,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0, 1.5, 2.5, 4.0],
+                         "long_factor": [2.0, 3.0, 5.0, 8.0], "original_max_position_embeddings": 256})),
+    "granite": (transformers.GraniteConfig, transformers.GraniteForCausalLM, dict(
+        rope_theta=10000.0, tie_word_embeddings=False, embedding_multiplier=3.0, residual_multiplier=0.5,
+        attention_multiplier=0.2, logits_scaling=4.0)),
+    "olmo2": (transformers.Olmo2Config, transformers.Olmo2ForCausalLM, dict(
+        rope_theta=10000.0, tie_word_embeddings=False, rms_norm_eps=1e-6, pad_token_id=0)),
 }
-# Families whose GGUF form cannot hold what the fixture tests (mistral's window), or that Spore
-# reads from safetensors only (gemma2).
-NO_GGUF = {"mistral", "gemma2"}
-# Families whose GGUFs come from the converters themselves: model-llama-cpp.gguf by llama.cpp's
-# convert_hf_to_gguf.py (tools/llama_convert.py, with hf/tokenizer.model as its stand-in
-# vocabulary); the tests write spore convert's own at test time. No hand-written model.gguf.
-MOE = {"qwen3moe", "qwen2moe", "mixtral", "deepseek2"}
+# Families without a model.gguf written by this script (their GGUFs are model-llama-cpp.gguf,
+# written by llama.cpp's converter, and the one the tests write with spore convert).
+NO_GGUF = {"mistral", "gemma2", "gemma", "gemma3", "phi3", "granite", "olmo2"}
+# Where llama.cpp reads its converter's file differently from transformers, the config under which
+# transformers computes what llama.cpp computes (checked against llama.cpp itself below):
+#  mistral  written as "llama" without the window (llama.cpp runs every layer full)
+#  gemma2   no query_pre_attn_scalar in the file: llama.cpp scales by 1/sqrt(key_length) below 27B
+#  gemma3   no sliding-window pattern in the file: llama.cpp takes 6 (layer i slides unless i % 6 == 5),
+#           so at 2 layers both slide, with the sliding layers' rope base
+# llama.cpp also differs where the choice depends on its context rather than on the file: it pads
+# n_ctx to at least 256 and takes LongRoPE's long factors when that passes the original context,
+# so on minicpm3's file (original 64) it always runs the long ones, where transformers (and Spore)
+# switch by sequence length. Spore keeps transformers' switch; the check below confirms that this
+# is the whole difference (llama.cpp against transformers with the long factors as the short ones).
+LLAMA_CPP_CONTEXT_READING = {
+    "minicpm3": dict(rope_scaling=dict(FAMILIES["minicpm3"][2]["rope_scaling"],
+                                       short_factor=FAMILIES["minicpm3"][2]["rope_scaling"]["long_factor"])),
+}
+# Families whose converter goes straight to the BPE vocabulary path (mixtral's would not; it is
+# given the SentencePiece reader as the MoE branch wrote its fixture).
+SENTENCEPIECE_VOCAB = {"olmo2", "qwen3moe", "qwen2moe", "mixtral", "deepseek2"}
 # Their seeds, fixed here rather than by their place in FAMILIES (families added elsewhere in the
 # list must not reseed them).
-SEEDS = {"qwen3moe": 2011, "qwen2moe": 2002, "mixtral": 2003, "deepseek2": 2004}
+SEEDS = {"gemma": 1006, "gemma3": 1007, "phi3": 1008, "granite": 1009, "olmo2": 1010,
+         "qwen3moe": 2011, "qwen2moe": 2002, "mixtral": 2003, "deepseek2": 2004}
+LLAMA_CPP_READING = {
+    "mistral": dict(sliding_window=None),
+    "gemma2": dict(query_pre_attn_scalar=8),
+    "gemma3": dict(layer_types=["sliding_attention", "sliding_attention"]),
+}
+# The mixture-of-experts families (NOTE [Mixture of experts]): no model.gguf either; the script
+# asserts their routers' top-k margins.
+MOE = {"qwen3moe", "qwen2moe", "mixtral", "deepseek2"}
+NO_GGUF |= MOE
 
 
 def init_weights(model, seed):
@@ -343,6 +404,15 @@ def make(family, seed):
             d = float((wide(torch.tensor([PROMPTS[2]])).logits[0] - logits["logits_2"]).abs().max())
         assert d > 1e-2, f"{family}: the sliding window changes the logits by only {d}"
         cfg.sliding_window = kwargs["sliding_window"]
+    if family == "gemma3":
+        # The second rope base must matter too: the sliding layers on the full layers' base differ.
+        one_base = dict(kwargs, rope_parameters={k: dict(kwargs["rope_parameters"]["full_attention"])
+                                                 for k in kwargs["rope_parameters"]})
+        same = model_cls(cfg_cls(**one_base)).to(torch.float32).eval()
+        same.load_state_dict(model.state_dict())
+        with torch.no_grad():
+            d = float((same(torch.tensor([PROMPTS[2]])).logits[0] - logits["logits_2"]).abs().max())
+        assert d > 1e-2, f"gemma3: the sliding layers' rope base changes the logits by only {d}"
     assert margin > 1e-3, f"{family}: greedy margin {margin} too small for a stable fixture"
     save_file(logits, str(out / "reference.safetensors"))
     extra_ref = {}
@@ -358,16 +428,80 @@ def make(family, seed):
     state = {k: v for k, v in model.state_dict().items()}
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
-    if family in MOE:
-        from llama_convert import add_tiny_sentencepiece, convert_with_llama_cpp
-        add_tiny_sentencepiece(out / "hf", vocab_size=cfg.vocab_size, identity_normalizer=True)
-        convert_with_llama_cpp(out / "hf", out / "model-llama-cpp.gguf", sentencepiece_vocab=True)
-    elif family not in NO_GGUF:
+    if family not in NO_GGUF:
         write_gguf(out / "model.gguf", family, cfg, state)
     if family in QUANTIZED:
         write_quantized(out, family, cfg, model, state, QUANTIZED[family])
+    write_llama_cpp(family)
     sizes = {f.name: f.stat().st_size for f in sorted(out.rglob("*")) if f.is_file()}
     print(family, "greedy", cont, "margin %.4f" % margin, sizes)
+
+
+def outputs(model):
+    logits = {}
+    for i, p in enumerate(PROMPTS):
+        with torch.no_grad():
+            logits[f"logits_{i}"] = model(torch.tensor([p])).logits[0].contiguous()
+    return logits
+
+
+def write_llama_cpp(family):
+    """hf/tokenizer.model and model-llama-cpp.gguf from the committed hf/ (weights untouched), the
+    reference under llama.cpp's reading where it differs, and llama.cpp's own logits on that file
+    against the expected ones."""
+    from llama_convert import add_tiny_sentencepiece, convert_with_llama_cpp
+    out = ROOT / family
+    add_tiny_sentencepiece(out / "hf", vocab_size=COMMON["vocab_size"], identity_normalizer=True)
+    # olmo2's converter reads only a (hashed) BPE tokenizer.json: it gets the stand-in instead.
+    gguf_path = convert_with_llama_cpp(out / "hf", out / "model-llama-cpp.gguf",
+                                       sentencepiece_vocab=family in SENTENCEPIECE_VOCAB)
+    ref = json.loads((out / "reference.json").read_text())
+    ref.pop("greedy_llama_cpp", None)
+    want = {k: v for k, v in __import__("safetensors.torch", fromlist=["load_file"]).load_file(
+        str(out / "reference.safetensors")).items()}
+    want_greedy = ref["greedy"]
+    if family in LLAMA_CPP_READING:
+        cfg_cls, model_cls, extra = FAMILIES[family]
+        kwargs = dict(COMMON)
+        kwargs.update(extra)
+        kwargs.update(LLAMA_CPP_READING[family])
+        model = model_cls.from_pretrained(out / "hf", config=cfg_cls(**kwargs), dtype=torch.float32).eval()
+        want = outputs(model)
+        want_greedy, _ = greedy(model, PROMPTS[0])
+        assert max(float((want[k] - v).abs().max()) for k, v in
+                   __import__("safetensors.torch", fromlist=["load_file"]).load_file(
+                       str(out / "reference.safetensors")).items()) > 1e-3, f"{family}: llama.cpp's reading changes nothing"
+        save_file(want, str(out / "reference_llama_cpp.safetensors"))
+        ref["greedy_llama_cpp"] = want_greedy
+    (out / "reference.json").write_text(json.dumps(ref, indent=1) + "\n")
+    # ggml's own arithmetic (its GELU is a float16 table) leaves a few 1e-3; the readings differ by far more.
+    if family in LLAMA_CPP_CONTEXT_READING:
+        cfg_cls, model_cls, extra = FAMILIES[family]
+        kwargs = dict(COMMON, **extra)
+        kwargs.update(LLAMA_CPP_CONTEXT_READING[family])
+        want = outputs(model_cls.from_pretrained(out / "hf", config=cfg_cls(**kwargs), dtype=torch.float32).eval())
+    d = llama_cpp_logits_diff(gguf_path, want)
+    print(family, "llama.cpp itself vs the expected logits: %.2e" % d)
+    assert d < 2e-2, f"{family}: llama.cpp's logits on its own file differ from the expectation by {d}"
+    if family in LLAMA_CPP_READING:
+        other = llama_cpp_logits_diff(gguf_path, __import__("safetensors.torch", fromlist=["load_file"]).load_file(
+            str(out / "reference.safetensors")))
+        print(family, "llama.cpp itself vs transformers' own reading: %.2e" % other)
+        assert other > 10 * d, f"{family}: llama.cpp is not closer to the reading it is said to have"
+
+
+def llama_cpp_logits_diff(path, want):
+    """Max |llama.cpp - want| over the prompts, llama.cpp (llama-cpp-python) with a float32 KV cache."""
+    import llama_cpp
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=64, logits_all=True, verbose=False, n_threads=1,
+                          type_k=0, type_v=0)
+    worst = 0.0
+    for i, p in enumerate(PROMPTS):
+        llm.reset()
+        llm.eval(p)
+        got = torch.tensor(np.array(llm.scores[:len(p)]), dtype=torch.float32)
+        worst = max(worst, float((got - want[f"logits_{i}"]).abs().max()))
+    return worst
 
 
 def write_bad_ggufs():
@@ -441,6 +575,12 @@ def write_bad_moe_ggufs():
 
 if __name__ == "__main__":
     import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    if sys.argv[1:2] == ["--llama-cpp"]:
+        # Only model-llama-cpp.gguf (+ hf/tokenizer.model) for the named (default: all) families.
+        for fam in sys.argv[2:] or list(FAMILIES):
+            write_llama_cpp(fam)
+        sys.exit(0)
     only = sys.argv[1:]
     for k, fam in enumerate(FAMILIES):
         if not only or fam in only:

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "nlp/model_internal.h"
+#include "nlp/models/family.h"
 #include "spore/error.h"
 #include "spore/gguf.h"
 #include "spore/nlp/model.h"
@@ -110,7 +111,9 @@ LoadedModel load_model(const fs::path& path, const LoadOptions& options) {
     const ModelConfig cfg = ModelConfig::from_gguf(*g);
     auto ws = open_gguf_weights(g);
     m.format = "gguf";
-    const bool ggml = options.numerics != LoadOptions::Numerics::kReference;
+    // auto: llama.cpp's arithmetic, unless the family's blocks have no ggml kernel (windows, soft-caps).
+    const bool ggml = options.numerics == LoadOptions::Numerics::kGgml ||
+                      (options.numerics == LoadOptions::Numerics::kAuto && models::ggml_numerics_cover(cfg));
     m.numerics = ggml ? "ggml" : "reference";
     m.lm = make_decoder_lm(cfg, *ws, /*gguf_layout=*/true, ggml);
     if (g->contains("tokenizer.ggml.model")) m.tokenizer = Tokenizer::from_gguf(*g);

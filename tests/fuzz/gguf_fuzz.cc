@@ -6,16 +6,19 @@
 // tensor of a type Spore reads dequantises (any bit pattern is a block: NOTE [Quantization
 // types]) and, for a type with a product, goes through matmul_q without a fault; a tokenizer
 // built from the metadata (or a spore::Error) follows, and encodes a fixed text to in-vocabulary
-// ids.
+// ids; a model config read from the metadata by the families' read_gguf (or a spore::Error) has
+// the sizes the decoder relies on, and its family composes one layer spec per layer.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "nlp/models/family.h"
 #include "spore/error.h"
 #include "spore/gguf.h"
 #include "spore/llm.h"
 #include "spore/ops.h"
+#include "spore/nlp/model.h"
 #include "spore/nlp/tokenizer.h"
 
 namespace {
@@ -47,6 +50,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const Tensor y = matmul_q(full({2, k}, 0.5), w, t.type);
         require(y.shape() == Shape({2, rows}));
       }
+    }
+    try {
+      const nlp::ModelConfig c = nlp::ModelConfig::from_gguf(g);
+      require(c.num_layers > 0 && c.head_dim > 0 && c.num_heads % c.num_kv_heads == 0 && c.rope_dim <= c.head_dim);
+      const nlp::models::Family* f = nlp::models::find_family(c.family);
+      require(f && f->decoder(c).layers.size() == static_cast<size_t>(c.num_layers));
+    } catch (const Error&) {
     }
     try {
       const nlp::Tokenizer tok = nlp::Tokenizer::from_gguf(g);

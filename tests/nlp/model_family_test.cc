@@ -67,10 +67,17 @@ TEST(ModelFamilies, Gemma2ConfigIsChecked) {
 }
 
 TEST(ModelFamilies, ConvertRefusesAFamilyItDoesNotWrite) {
-  const auto out = std::filesystem::temp_directory_path() / ("spore_family_test_" + std::to_string(::getpid()) + ".gguf");
-  expect_error([&] { nlp::convert_hf_to_gguf(fixture_model("minicpm3", false), out); }, ErrorCode::kUnsupported,
-               "MiniCPM3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM");
+  // An architecture no family claims (every registered one is written now).
+  const auto dir = scratch_copy("minicpm3", "unknown_arch");
+  nlohmann::json cfg = read_json(dir / "config.json");
+  cfg["architectures"] = {"FalconForCausalLM"};
+  cfg["model_type"] = "falcon";
+  write_text(dir / "config.json", cfg.dump());
+  const auto out = dir / "out.gguf";
+  expect_error([&] { nlp::convert_hf_to_gguf(dir, out); }, ErrorCode::kUnsupported, "FalconForCausalLM",
+               "LlamaForCausalLM", "MistralForCausalLM", "MiniCPM3ForCausalLM");
   EXPECT_FALSE(std::filesystem::exists(out));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The families Spore runs from safetensors only, as their GGUF form cannot carry what they do
-// (NOTE [Model families]): mistral (src/nlp/models/mistral.cc, a sliding window of 4 keys) and
+// The families whose GGUF form (llama.cpp's converter's) cannot carry all that they do, from
+// their Hugging Face folders (their GGUFs: model_sources_test.cc, NOTE [Dense families and their
+// GGUF readings]; NOTE [Model families]): mistral (src/nlp/models/mistral.cc, a sliding window of 4 keys) and
 // gemma2 (gemma2.cc: sandwich norms with weight + 1, GeGLU, soft-capped attention and logits,
 // sliding window on every other layer). Their tiny random-weight fixtures
 // (tools/make_llm_fixtures.py) against Hugging Face transformers' float32 logits and greedy

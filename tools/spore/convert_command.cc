@@ -14,7 +14,7 @@ namespace spore::cli {
 
 void add_convert_command(CLI::App& app, Handlers& h) {
   auto* cmd = add_command(app, "convert",
-                          "Convert a Hugging Face model directory (llama, qwen2, qwen3, mistral) to a GGUF file, quantising on the way",
+                          "Convert a Hugging Face model directory (llama, qwen2, qwen3, minicpm3, mistral, gemma, gemma2, gemma3, phi3, granite, olmo2) to a GGUF file, quantising on the way",
                           "spore convert models/Qwen2.5-0.5B qwen2.5-0.5b-q8_0.gguf --type q8_0");
   auto dir = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();

@@ -289,7 +289,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     if (!opt_number(rope, "original_max_position_embeddings"))
       throw Error(ErrorCode::kFormat, "'" + config_path.string() + "': yarn rope scaling needs original_max_position_embeddings");
     w.set_u32(a + ".rope.scaling.original_context_length", (uint32_t)*opt_number(rope, "original_max_position_embeddings"));
-  } else if (!rope_type.empty() && rope_type != "default" && rope_type != "llama3") {
+  } else if (!rope_type.empty() && rope_type != "default" && rope_type != "llama3" && !arch.own_rope) {
     throw Error(ErrorCode::kUnsupported, "'" + config_path.string() + "': rope type '" + rope_type +
                                              "' is not one spore convert writes (linear, yarn, llama3)");
   }
@@ -299,7 +299,7 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
   const int64_t head_dim = has_head_dim ? need_int(config, "head_dim", config_path) : hidden / heads;
   // transformers' LlamaConfig always carries head_dim, so llama.cpp writes the lengths for llama
   // even when config.json leaves head_dim out.
-  if ((has_head_dim || arch.llama_extras) && !w.contains(a + ".attention.key_length")) {
+  if (!arch.own_head_lengths && (has_head_dim || arch.llama_extras) && !w.contains(a + ".attention.key_length")) {
     w.set_u32(a + ".attention.key_length", (uint32_t)head_dim);
     w.set_u32(a + ".attention.value_length", (uint32_t)head_dim);
   }
@@ -309,6 +309,9 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     w.set_u32(a + ".vocab_size", (uint32_t)vocab);
     w.set_u32(a + ".rope.dimension_count", (uint32_t)head_dim);
   }
+
+  std::vector<models::ExtraTensor> extra_tensors;
+  family.write_gguf_extras(config, w, extra_tensors);
 
   ConvertReport report;
   report.architecture = a;
@@ -404,6 +407,14 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     report.tensors.push_back(std::move(t));
   }
 
+  for (models::ExtraTensor& e : extra_tensors) {
+    std::vector<uint8_t> bytes(e.values.size() * 4);
+    std::memcpy(bytes.data(), e.values.data(), bytes.size());
+    ConvertedTensor t{e.name, "(config.json)", GgmlType::kF32, {(uint64_t)e.values.size()}, ""};
+    w.add_tensor(t.name, t.type, t.dims, std::move(bytes));
+    report.tensors.push_back(std::move(t));
+  }
+
   bool tied = true;  // no output.weight: the head is the embedding (q4_k_m quantises it as the head)
   for (const Plan& p : plans) tied = tied && p.gguf != "output.weight";
   const size_t total = plans.size();
@@ -439,6 +450,8 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
     const std::string gname = p.gguf, hname = p.hf;
     const int64_t ph = p.permute_heads;
     const bool t_is_1d = s.ndim() == 1;
+    // Gemma's norms compute x * (1 + w): llama.cpp's converter stores 1 + w.
+    const bool plus_one = arch.norm_plus_one && hname.size() >= 11 && hname.compare(hname.size() - 11, 11, "norm.weight") == 0;
     auto file = where.at(p.hf);
     std::vector<std::pair<std::shared_ptr<SafeTensorsFile>, std::string>> members;
     for (const std::string& m : p.experts) members.emplace_back(where.at(m), m);
@@ -455,7 +468,11 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
       // One tensor in memory at a time, read in place as float32 (a copy only to permute).
       const Tensor src = cast(file->load(hname), DType::kFloat32).contiguous();
       const std::span<const float> v(static_cast<const float*>(src.data_ptr()), (size_t)src.numel());
-      if (ph > 0) {  // a bias permutes like a one-column matrix
+      if (plus_one) {
+        std::vector<float> shifted(v.begin(), v.end());
+        for (float& x : shifted) x += 1.0f;
+        encode(type, shifted, cols, sink);
+      } else if (ph > 0) {  // a bias permutes like a one-column matrix
         const std::vector<float> copy(v.begin(), v.end());
         encode(type, rows == 1 && t_is_1d ? permute_rows(copy, (int64_t)cols, 1, ph, hname)
                                           : permute_rows(copy, (int64_t)rows, (int64_t)cols, ph, hname),

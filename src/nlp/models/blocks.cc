@@ -37,8 +37,10 @@ LayerWeights load_layer(WeightStore& ws, const WeightNames& n, bool gguf, int64_
   const int64_t H = d.hidden, D = d.head_dim, Hq = d.heads, Hkv = d.kv_heads, Dv = d.v_head_dim, F = d.ffn;
   const AttentionOptions& a = spec.attention;
   LayerWeights w;
-  w.attn_norm = norm_weight(ws, nm(n.attn_norm), H, spec.norm);
-  w.ffn_norm = norm_weight(ws, nm(n.ffn_norm), H, spec.norm);
+  if (spec.pre_norms) {
+    w.attn_norm = norm_weight(ws, nm(n.attn_norm), H, spec.norm);
+    w.ffn_norm = norm_weight(ws, nm(n.ffn_norm), H, spec.norm);
+  }
   if (spec.post_norms) {
     w.post_attn_norm = norm_weight(ws, nm(n.post_attn_norm), H, spec.norm);
     w.post_ffn_norm = norm_weight(ws, nm(n.post_ffn_norm), H, spec.norm);
@@ -58,6 +60,8 @@ LayerWeights load_layer(WeightStore& ws, const WeightNames& n, bool gguf, int64_
       w.kv_b = joined_kv_b(ws, nm(n.k_b), nm(n.v_b), Hq, m.nope_dim, Dv, m.kv_lora_rank);
     else
       w.kv_b = ws.matrix(nm(n.kv_b), Hq * (m.nope_dim + Dv), m.kv_lora_rank);
+  } else if (a.fused_qkv) {
+    w.qkv = ws.matrix(nm(n.qkv), (Hq + 2 * Hkv) * D, H);
   } else {
     w.q = ws.matrix(nm(n.q), Hq * D, H);
     w.k = ws.matrix(nm(n.k), Hkv * D, H);
@@ -70,15 +74,20 @@ LayerWeights load_layer(WeightStore& ws, const WeightNames& n, bool gguf, int64_
     w.v_bias = ws.vector(nm(n.v_bias), Hkv * D);
   }
   if (a.qk_norm) {
-    w.q_norm = ws.vector(nm(n.q_norm), D);
-    w.k_norm = ws.vector(nm(n.k_norm), D);
+    const NormOptions qk{a.qk_norm_eps, a.qk_norm_offset};
+    w.q_norm = norm_weight(ws, nm(n.q_norm), a.qk_norm_full ? Hq * D : D, qk);
+    w.k_norm = norm_weight(ws, nm(n.k_norm), a.qk_norm_full ? Hkv * D : D, qk);
   }
   if (spec.moe.experts > 0) {
     w.moe = load_moe(ws, n, gguf, l, spec.moe, H);
     return w;
   }
-  if (spec.mlp.gated) w.gate = ws.matrix(nm(n.gate), F, H);
-  w.up = ws.matrix(nm(n.up), F, H);
+  if (spec.mlp.fused_gate_up) {
+    w.gate_up = ws.matrix(nm(n.gate_up), 2 * F, H);
+  } else {
+    if (spec.mlp.gated) w.gate = ws.matrix(nm(n.gate), F, H);
+    w.up = ws.matrix(nm(n.up), F, H);
+  }
   w.down = ws.matrix(nm(n.down), H, F);
   return w;
 }
@@ -93,18 +102,30 @@ namespace {
 void plain_qkv(const LayerWeights& w, const AttentionOptions& o, const BlockDims& d, const Tensor& x, int64_t N,
                const Tensor& pos, const Tensor& inv, const RopeOptions& ro, bool ggml, Tensor& q, Tensor& k,
                Tensor& v) {
-  q = linear(x, w.q, ggml);
-  k = linear(x, w.k, ggml);
-  v = linear(x, w.v, ggml);
+  if (o.fused_qkv) {  // columns [q | k | v] of one product
+    const Tensor qkv = linear(x, w.qkv, ggml);
+    const int64_t nq = d.heads * d.head_dim, nk = d.kv_heads * d.head_dim;
+    q = slice(qkv, 1, 0, nq).contiguous();
+    k = slice(qkv, 1, nq, nq + nk).contiguous();
+    v = slice(qkv, 1, nq + nk, nq + 2 * nk).contiguous();
+  } else {
+    q = linear(x, w.q, ggml);
+    k = linear(x, w.k, ggml);
+    v = linear(x, w.v, ggml);
+  }
   if (w.q_bias.defined()) {
     q = add(q, w.q_bias);
     k = add(k, w.k_bias);
     v = add(v, w.v_bias);
   }
+  if (o.qk_norm && o.qk_norm_full) {  // olmo2: over the whole projection, before the heads split
+    q = rms_norm(q, w.q_norm, o.qk_norm_eps, ggml);
+    k = rms_norm(k, w.k_norm, o.qk_norm_eps, ggml);
+  }
   q = reshape(q, {1, N, d.heads, d.head_dim});
   k = reshape(k, {1, N, d.kv_heads, d.head_dim});
   v = reshape(v, {1, N, d.kv_heads, d.head_dim});
-  if (o.qk_norm) {
+  if (o.qk_norm && !o.qk_norm_full) {
     q = rms_norm(q, w.q_norm, o.qk_norm_eps, ggml);
     k = rms_norm(k, w.k_norm, o.qk_norm_eps, ggml);
   }
@@ -145,6 +166,11 @@ void attention_qkv(const LayerWeights& w, const AttentionOptions& o, const Block
 
 Tensor mlp(const LayerWeights& w, const MlpOptions& o, const Tensor& y, bool ggml) {
   auto act = [&](const Tensor& t) { return o.activation == Activation::kSilu ? silu(t) : gelu(t, true); };
+  if (o.fused_gate_up) {  // columns [gate | up] of one product
+    const Tensor gu = linear(y, w.gate_up, ggml);
+    const int64_t F = gu.size(1) / 2;
+    return linear(mul(act(slice(gu, 1, 0, F).contiguous()), slice(gu, 1, F, 2 * F).contiguous()), w.down, ggml);
+  }
   const Tensor hidden = o.gated ? mul(act(linear(y, w.gate, ggml)), linear(y, w.up, ggml)) : act(linear(y, w.up, ggml));
   return linear(hidden, w.down, ggml);
 }

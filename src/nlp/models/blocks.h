@@ -37,6 +37,10 @@ struct AttentionOptions {
   bool bias = false;           // q/k/v projection biases (qwen2)
   bool qk_norm = false;        // per-head RMSNorm of q and k before the rope (qwen3)
   double qk_norm_eps = 1e-6;
+  double qk_norm_offset = 0;   // the q/k norms' weight + offset (gemma3: 1)
+  bool qk_norm_full = false;   // q/k norm over the whole projection, weights [heads * head_dim] (olmo2)
+  bool fused_qkv = false;      // one [q | k | v] projection (phi3's qkv_proj)
+  double rope_theta = 0;       // > 0: this layer's own rope base, without scaling (gemma3's sliding layers)
   int64_t sliding_window = 0;  // > 0: a query sees the last `sliding_window` keys (mistral)
   double softcap = 0;          // > 0: scores soft-capped (gemma2)
   double scale = 0;            // 0: 1 / sqrt(head_dim)
@@ -48,6 +52,7 @@ enum class Activation { kSilu, kGeluTanh };
 struct MlpOptions {
   Activation activation = Activation::kSilu;
   bool gated = true;  // down(act(gate x) * up x); false: down(act(up x))
+  bool fused_gate_up = false;  // one [gate | up] projection (phi3's gate_up_proj)
 };
 
 struct LayerSpec {
@@ -55,6 +60,7 @@ struct LayerSpec {
   // Gemma 2's sandwich: the attention's and the MLP's outputs are normed again before their
   // residual adds (post_attention_norm, post_ffw_norm).
   bool post_norms = false;
+  bool pre_norms = true;  // false: no norm before the attention and the MLP (olmo2 has post_norms only)
   AttentionOptions attention;
   MlpOptions mlp;
   MoeOptions moe;  // experts > 0: the MLP is a mixture of experts (moe.h)
@@ -75,6 +81,7 @@ struct LayerWeights {
   Tensor post_attn_norm, post_ffn_norm;  // post_norms
   Weight q, k, v, o, gate, up, down;
   Weight q_a, q_b, kv_a, kv_b;  // latent attention
+  Weight qkv, gate_up;          // fused projections
   Tensor q_a_norm, kv_a_norm;
   MoeWeights moe;  // a mixture-of-experts layer's, in place of gate/up/down
 };

@@ -6,6 +6,7 @@
 // on its slot. Nothing here names a family.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "nlp/model_internal.h"
@@ -33,7 +34,8 @@ class DecoderLM final : public CausalLM {
                                             " layers for a config of " + std::to_string(cfg_.num_layers));
     for (const models::LayerSpec& l : spec_.layers) {
       latent_ = latent_ || l.attention.latent.kv_lora_rank > 0;
-      if (ggml_ && (l.attention.sliding_window > 0 || l.attention.softcap > 0 || spec_.logit_softcap > 0))
+      if (ggml_ && (l.attention.sliding_window > 0 || l.attention.softcap > 0 || spec_.logit_softcap > 0 ||
+                    l.attention.rope_theta > 0))
         throw Error(ErrorCode::kUnsupported, cfg_.source + ": " + fam->name +
                                                  "'s sliding-window / soft-capped attention has no ggml numerics; "
                                                  "load it with the reference numerics (--numerics reference)");
@@ -74,6 +76,15 @@ class DecoderLM final : public CausalLM {
       ggml_factors_ = Tensor::from_vector(factors, Shape{static_cast<int64_t>(factors.size())});
     }
     short_inv_ = make_inv_freq(1, rope_div_short_, &short_scale_);
+    // Layers with a rope base of their own (gemma3's sliding layers): plain frequencies of that base.
+    for (const models::LayerSpec& l : spec_.layers)
+      if (const double theta = l.attention.rope_theta; theta > 0 && !layer_inv_.count(theta)) {
+        ModelConfig own = cfg_;
+        own.rope_theta = theta;
+        own.rope_scaling = {};
+        const std::vector<float> inv = rope_inv_freq(own, 1, nullptr);
+        layer_inv_[theta] = Tensor::from_vector(inv, Shape{static_cast<int64_t>(inv.size())});
+      }
     long_inv_ = make_inv_freq(cfg_.max_position_embeddings + 1, rope_div_long_, &long_scale_);
     memory_ = ws.memory();
   }
@@ -159,9 +170,15 @@ class DecoderLM final : public CausalLM {
     for (int64_t l = 0; l < cfg_.num_layers; ++l) {
       const models::LayerWeights& L = layers_[static_cast<size_t>(l)];
       const models::LayerSpec& S = spec_.layers[static_cast<size_t>(l)];
-      const Tensor x = models::norm(h, L.attn_norm, S.norm, ggml_);
+      const Tensor x = S.pre_norms ? models::norm(h, L.attn_norm, S.norm, ggml_) : h;
       Tensor q, k, v;  // [1, N, heads, D] (v: Dv), rope applied
-      models::attention_qkv(L, S.attention, dims_, x, N, pos, inv, ro, ggml_, q, k, v);
+      if (S.attention.rope_theta > 0) {
+        RopeOptions own = ro;
+        own.scale = 1;
+        models::attention_qkv(L, S.attention, dims_, x, N, pos, layer_inv_.at(S.attention.rope_theta), own, ggml_, q, k, v);
+      } else {
+        models::attention_qkv(L, S.attention, dims_, x, N, pos, inv, ro, ggml_, q, k, v);
+      }
       const double attn_scale = S.attention.scale > 0 ? S.attention.scale : default_scale;
       const Tensor& kc = cache.keys(l);
       const Tensor& vc = cache.values(l);
@@ -182,7 +199,7 @@ class DecoderLM final : public CausalLM {
       Tensor attn_out = lin(attn, L.o);
       if (S.post_norms) attn_out = models::norm(attn_out, L.post_attn_norm, S.norm, ggml_);
       h = residual(h, attn_out);
-      const Tensor y = models::norm(h, L.ffn_norm, S.norm, ggml_);
+      const Tensor y = S.pre_norms ? models::norm(h, L.ffn_norm, S.norm, ggml_) : h;
       Tensor mlp_out = S.moe.experts > 0 ? models::moe(L.moe, S.moe, y, ggml_) : models::mlp(L, S.mlp, y, ggml_);
       if (S.post_norms) mlp_out = models::norm(mlp_out, L.post_ffn_norm, S.norm, ggml_);
       h = residual(h, mlp_out);
@@ -225,6 +242,7 @@ class DecoderLM final : public CausalLM {
   Tensor final_norm_, rope_div_short_, rope_div_long_, short_inv_, long_inv_;
   double short_scale_ = 1, long_scale_ = 1;
   std::vector<models::LayerWeights> layers_;
+  std::map<double, Tensor> layer_inv_;  // rope frequencies of the layers' own bases
   MemoryReport memory_;
 };
 

@@ -51,14 +51,55 @@ void read_sliding_window(const nlohmann::json& cfg, ModelConfig& c, int64_t abse
   if (window > 0 && window < c.max_position_embeddings) c.extra["sliding_window"] = static_cast<double>(window);
 }
 
+void read_gelu_tanh(const nlohmann::json& cfg, ModelConfig& c) {
+  const char* field = "hidden_activation";
+  std::string act = json_str(cfg, field, c.source);
+  if (act.empty()) act = json_str(cfg, field = "hidden_act", c.source);
+  if (!act.empty() && act != "gelu_pytorch_tanh" && act != "gelu_tanh")
+    throw Error(ErrorCode::kUnsupported, c.source + ": " + field + " \"" + act + "\" (" + c.family +
+                                             " runs gelu_pytorch_tanh, the tanh GeLU)");
+}
+
+nlohmann::json rope_object(const nlohmann::json& cfg) {
+  nlohmann::json rope = nlohmann::json::object();
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (cfg.contains(key) && cfg[key].is_object()) rope = cfg[key];
+  return rope;
+}
+
+void add_longrope_factor_tensors(const nlohmann::json& rope, int64_t half, std::vector<ExtraTensor>& tensors) {
+  for (const char* key : {"long_factor", "short_factor"}) {
+    if (!rope.contains(key) || !rope[key].is_array() || static_cast<int64_t>(rope[key].size()) != half)
+      config_fail("config.json", std::string("rope ") + key + " must hold " + std::to_string(half) +
+                                     " numbers (the rotary size / 2)");
+    ExtraTensor t{std::string("rope_factors_") + (key[0] == 'l' ? "long" : "short") + ".weight", {}};
+    for (const auto& f : rope[key]) {
+      if (!f.is_number()) config_fail("config.json", std::string("rope ") + key + " must hold numbers");
+      t.values.push_back(f.get<float>());
+    }
+    tensors.push_back(std::move(t));
+  }
+}
+
+bool ggml_numerics_cover(const ModelConfig& c) {
+  const Family* f = find_family(c.family);
+  if (!f) return true;
+  const DecoderSpec s = f->decoder(c);
+  if (s.logit_softcap > 0) return false;
+  for (const LayerSpec& l : s.layers)
+    if (l.attention.sliding_window > 0 || l.attention.softcap > 0 || l.attention.rope_theta > 0) return false;
+  return true;
+}
+
 double extra(const ModelConfig& c, const std::string& key) {
   const auto it = c.extra.find(key);
   return it == c.extra.end() ? 0.0 : it->second;
 }
 
 std::vector<const Family*> all_families() {
-  return {&llama_family(), &qwen2_family(), &qwen3_family(), &minicpm3_family(), &mistral_family(), &gemma2_family(),
-          &qwen3moe_family(), &qwen2moe_family(), &mixtral_family(), &deepseek2_family()};
+  return {&llama_family(),    &qwen2_family(),    &qwen3_family(),   &minicpm3_family(), &mistral_family(),
+          &gemma2_family(),   &gemma_family(),    &gemma3_family(),  &phi3_family(),     &granite_family(),
+          &olmo2_family(),    &qwen3moe_family(), &qwen2moe_family(), &mixtral_family(), &deepseek2_family()};
 }
 
 const Family* find_family(std::string_view name) {

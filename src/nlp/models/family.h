@@ -43,6 +43,7 @@ struct WeightNames {
   // experts' projections (Hugging Face: one tensor per expert, "{expert}" in the pattern; GGUF: one
   // 3-D tensor), the shared experts and their gate.
   TensorName router, expert_bias, gate_exps, up_exps, down_exps, gate_shexp, up_shexp, down_shexp, shexp_gate;
+  TensorName qkv, gate_up;  // fused projections (phi3)
 
   // Every entry, for the converter's Hugging Face -> GGUF map.
   std::vector<const TensorName*> all() const;
@@ -56,6 +57,15 @@ struct GgufWriting {
   std::string arch;            // general.architecture written; empty: spore convert refuses the family
   bool permute_qk = false;     // LlamaModel.permute of q/k rows for the interleaved (GPT-J) rope
   bool llama_extras = false;   // <arch>.vocab_size, rope.dimension_count, add_space_prefix (LlamaModel)
+  bool norm_plus_one = false;  // every *norm.weight written as weight + 1 (Gemma's converters)
+  bool own_rope = false;       // the family's write_gguf_extras writes its rope scaling (phi3's LongRoPE)
+  bool own_head_lengths = false;  // ... and its key/value lengths (minicpm3's head_dim is the rotary part)
+};
+
+// A float32 tensor spore convert writes beside the weights (phi3's rope factors).
+struct ExtraTensor {
+  std::string name;
+  std::vector<float> values;
 };
 
 class Family {
@@ -86,6 +96,9 @@ class Family {
   virtual DecoderSpec decoder(const ModelConfig& c) const;
   // Activation widths per token of the q and of the k+v projections (the memory plan's scratch).
   virtual std::pair<int64_t, int64_t> projection_widths(const ModelConfig& c) const;
+  // spore convert: the family's own keys (and tensors) as llama.cpp's converter writes them, after
+  // the shared ones (sizes, rope base and scaling, eps, head lengths); kFormat naming the field.
+  virtual void write_gguf_extras(const nlohmann::json& /*cfg*/, GgufWriter& /*w*/, std::vector<ExtraTensor>& /*tensors*/) const {}
   // config.json's tie_word_embeddings when absent.
   virtual bool default_tie() const { return false; }
   // spore convert: the family's own <arch>.* keys (experts, latent ranks), after the shared ones;
@@ -114,6 +127,11 @@ const Family& qwen3moe_family();  // qwen3moe.cc
 const Family& qwen2moe_family();  // qwen2moe.cc
 const Family& mixtral_family();   // mixtral.cc
 const Family& deepseek2_family(); // deepseek2.cc
+const Family& gemma_family();     // gemma.cc
+const Family& gemma3_family();    // gemma3.cc
+const Family& phi3_family();      // phi3.cc
+const Family& granite_family();   // granite.cc
+const Family& olmo2_family();     // olmo2.cc
 
 // All families, for lookup and messages.
 std::vector<const Family*> all_families();
@@ -130,6 +148,21 @@ std::string layer_name(const std::string& pattern, int64_t layer);
 // config.json's sliding_window into extra["sliding_window"]: `absent` when the field is missing,
 // none when it is null or the whole context fits in it; kFormat when negative.
 void read_sliding_window(const nlohmann::json& cfg, ModelConfig& c, int64_t absent);
+
+// Gemma's MLP activation: config.json's hidden_activation, else hidden_act, must be the tanh GeLU
+// (gelu_pytorch_tanh); kUnsupported naming the field and the family otherwise.
+void read_gelu_tanh(const nlohmann::json& cfg, ModelConfig& c);
+
+// config.json's rope object: rope_scaling (transformers 4) or rope_parameters (5); {} when neither.
+nlohmann::json rope_object(const nlohmann::json& cfg);
+// spore convert: LongRoPE's long_factor / short_factor of `rope` as the tensors llama.cpp's
+// converters write (rope_factors_long / _short.weight), `half` numbers each; kFormat naming the
+// field otherwise.
+void add_longrope_factor_tensors(const nlohmann::json& rope, int64_t half, std::vector<ExtraTensor>& tensors);
+
+// Whether the ggml numerics have a kernel for every block the config's family composes (no sliding
+// window, soft-cap or per-layer rope base): GGUF files load with them unless told otherwise.
+bool ggml_numerics_cover(const ModelConfig& c);
 
 // A family hyperparameter kept in ModelConfig::extra (0 when absent).
 double extra(const ModelConfig& c, const std::string& key);

@@ -10,6 +10,7 @@
 
 #include "nlp/models/family.h"
 #include "spore/gguf.h"
+#include "spore/gguf_writer.h"
 
 namespace spore::nlp::models {
 
@@ -28,8 +29,8 @@ int64_t ext(const ModelConfig& c, const char* key) {
 
 class MiniCpm3 final : public Family {
  public:
-  // spore convert does not write it yet (its LongRoPE factor tensors and metadata): no writing arch.
-  MiniCpm3() : Family("minicpm3", {"minicpm3"}, {"MiniCPM3ForCausalLM"}, "minicpm3", {}) {
+  MiniCpm3() : Family("minicpm3", {"minicpm3"}, {"MiniCPM3ForCausalLM"}, "minicpm3", {"minicpm3"}) {
+    writes.own_rope = writes.own_head_lengths = true;
     const std::string L = "model.layers.{layer}.", B = "blk.{layer}.";
     names.q_a = {L + "self_attn.q_a_proj.weight", B + "attn_q_a.weight"};
     names.q_a_norm = {L + "self_attn.q_a_layernorm.weight", B + "attn_q_a_norm.weight"};
@@ -70,6 +71,22 @@ class MiniCpm3 final : public Family {
     c.extra["scale_emb"] = 12;
     c.extra["scale_depth"] = 1.4;
     c.extra["dim_model_base"] = 256;
+  }
+
+  // As llama.cpp's MiniCPM3Model writes them: the ranks, the q/k head (nope + rope) as key_length,
+  // the rotary size, the vocabulary size and the LongRoPE factors as tensors (no value_length: the
+  // value head is hidden / heads there).
+  void write_gguf_extras(const nlohmann::json& cfg, GgufWriter& w, std::vector<ExtraTensor>& tensors) const override {
+    const std::string a = writes.arch + ".", src = "config.json";
+    const int64_t nope = json_int(cfg, "qk_nope_head_dim", src), rope = json_int(cfg, "qk_rope_head_dim", src);
+    w.set_u32(a + "vocab_size", static_cast<uint32_t>(json_int(cfg, "vocab_size", src)));
+    if (cfg.contains("q_lora_rank") && !cfg["q_lora_rank"].is_null())
+      w.set_u32(a + "attention.q_lora_rank", static_cast<uint32_t>(json_int(cfg, "q_lora_rank", src)));
+    w.set_u32(a + "attention.kv_lora_rank", static_cast<uint32_t>(json_int(cfg, "kv_lora_rank", src)));
+    w.set_u32(a + "attention.key_length", static_cast<uint32_t>(nope + rope));
+    w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(rope));
+    const nlohmann::json rs = rope_object(cfg);
+    if (rs.contains("long_factor") || rs.contains("short_factor")) add_longrope_factor_tensors(rs, rope / 2, tensors);
   }
 
   void validate(ModelConfig& c) const override {

@@ -45,7 +45,7 @@ std::vector<const TensorName*> WeightNames::all() const {
           &k_bias, &v_bias,    &o_bias,  &q_norm,    &k_norm,   &ffn_norm, &gate, &up,   &down,
           &post_attn_norm, &post_ffn_norm, &q_a,    &q_a_norm,  &q_b,     &kv_a,      &kv_a_norm, &kv_b,
           &k_b, &v_b, &router, &expert_bias, &gate_exps, &up_exps, &down_exps, &gate_shexp, &up_shexp,
-          &down_shexp, &shexp_gate};
+          &down_shexp, &shexp_gate, &qkv, &gate_up};
 }
 
 std::string layer_name(const std::string& pattern, int64_t layer) {
