@@ -154,7 +154,9 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 void Server::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
-  const RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
+  RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
+  limits.speculative = speculative;
+  limits.draft_model = draft_model != nullptr;
   const CompletionRequest r = parse_completion_request(req.body, chat, limits);
   nlp::GenerateOptions o = r.generate;
   std::vector<int32_t> ids;

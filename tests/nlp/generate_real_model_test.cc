@@ -63,4 +63,30 @@ TEST(GenerateRealModel, BatchedEqualsSoloGreedy) {
   }
 }
 
+// NOTE [Speculative decoding]: on an input-grounded prompt (the answer copies the given text),
+// prompt lookup's drafts are accepted, and the greedy tokens are exactly those without it: the
+// K + 1-row verification pass gives every row the logits a one-token step gives.
+TEST(GenerateRealModel, SpeculativeGreedyEqualsPlainGreedy) {
+  if (!have_model()) GTEST_SKIP() << kModel << " is not there (bash scripts/fetch-model.sh)";
+  const std::string text =
+      "Spore is a deep-learning system in C++. It loads GGUF files, runs a continuous-batching engine and serves an "
+      "OpenAI-compatible API.";
+  const std::string prompt = "Copy this text exactly.\nText: " + text + "\nCopy: Spore is a deep-learning";
+  GenerateOptions o;
+  o.max_tokens = 24;
+  o.sampling.temperature = 0;
+  o.ignore_eos = true;
+  const GenerationResult plain = generate(model(), prompt, o);
+  for (auto type : {SpeculativeOptions::Type::kNgram, SpeculativeOptions::Type::kDraft}) {
+    o.speculative.type = type;
+    o.speculative.draft_max = 6;
+    EngineOptions eo;
+    // The model drafting for itself (a draft of the same vocabulary, by construction).
+    if (type == SpeculativeOptions::Type::kDraft) eo.draft = std::shared_ptr<const LoadedModel>(&model(), [](const LoadedModel*) {});
+    const GenerationResult spec = generate(model(), prompt, o, {}, eo);
+    EXPECT_EQ(spec.tokens, plain.tokens) << speculative_type_name(type);
+    EXPECT_GT(spec.timings.accepted_tokens, 0) << speculative_type_name(type);
+  }
+}
+
 }  // namespace
