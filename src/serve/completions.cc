@@ -104,7 +104,10 @@ struct Reply {
     const double decode_ms = t.total_ms - t.first_token_ms;
     const int64_t decoded = std::max<int64_t>(t.generated_tokens - 1, 0);
     const int64_t computed = t.prompt_tokens - t.cached_prompt_tokens;
+    // draft_n / draft_n_accepted: llama.cpp's server names for speculative decoding's counts.
     return {{"cache_n", t.cached_prompt_tokens},
+            {"draft_n", t.drafted_tokens},
+            {"draft_n_accepted", t.accepted_tokens},
             {"prompt_n", computed},
             {"prompt_ms", t.prompt_ms},
             {"prompt_per_token_ms", computed ? t.prompt_ms / (double)computed : 0.0},

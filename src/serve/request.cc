@@ -265,11 +265,13 @@ void parse_speculative(const json& body, const RequestLimits& limits, nlp::Specu
     type = &*it;
   } else if (it->is_object()) {
     if (auto t = it->find("type"); t != it->end() && !t->is_null()) type = &*t;
-    if (it->contains("n_max")) {
-      int64_t n = out.draft_max;
-      if (!(*it)["n_max"].is_number_integer()) throw wrong_type("speculative.n_max", "an integer", (*it)["n_max"]);
-      integer_in(*it, "n_max", 1, 64, n);
-      out.draft_max = n;
+    if (auto n = it->find("n_max"); n != it->end() && !n->is_null()) {
+      if (!n->is_number_integer()) throw wrong_type("speculative.n_max", "an integer", *n);
+      const bool in_range = n->is_number_unsigned() ? n->get<uint64_t>() >= 1 && n->get<uint64_t>() <= 64
+                                                    : n->get<int64_t>() >= 1 && n->get<int64_t>() <= 64;
+      if (!in_range)
+        throw bad_field("speculative.n_max", n->dump() + " is out of range; draft 1 to 64 tokens per step");
+      out.draft_max = n->get<int64_t>();
     }
   } else {
     throw wrong_type("speculative", "a string (\"ngram\", \"draft\" or \"none\") or an object {\"type\", \"n_max\"}", *it);
