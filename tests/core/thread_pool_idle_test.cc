@@ -9,11 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/thread_pool.h"
@@ -68,6 +71,39 @@ TEST(ThreadPoolIdle, WorkersSleepWhenIdleWhateverOmpWaitPolicySays) {
   const int self = (int)syscall(SYS_gettid);
   const std::string r = test::wait_until_all_sleep(getpid(), self, std::chrono::seconds(30));
   EXPECT_EQ(r, "") << "idle threads did not sleep";
+}
+
+// A child forked after the pool ran (Python's multiprocessing does it) has none of the parent's
+// workers: its loops must still end, and run on workers of its own.
+TEST(ThreadPoolIdle, AForkedChildRunsLoops) {
+  ContextSettings s = context();
+  s.num_threads = 3;
+  ContextScope scope(s);
+  auto run = [] {
+    std::atomic<int64_t> covered{0};
+    for (int round = 0; round < 10; ++round)
+      cpu::parallel_for(1 << 14, 1, [&](int64_t b, int64_t e) { covered += e - b; });
+    return covered.load() == 10 * (1 << 14);
+  };
+  ASSERT_TRUE(run());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the workers asleep in their wait
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  // The child: its loops end, and on workers of its own (not on the caller alone, as they would
+  // if the pool still counted the parent's workers).
+  if (pid == 0) _exit(run() && test::threads_of(getpid()).size() >= 3 ? 0 : 1);
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL() << "the forked child's loops hung";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(run());  // the parent's pool goes on
 }
 
 }  // namespace

@@ -183,4 +183,10 @@ TEST(GenerateCli, SpeculativeFlags) {
       << spec.err;
   EXPECT_GT(std::stoi(m[2]), 0) << spec.err;
   EXPECT_EQ(plain.err.find("speculative"), std::string::npos) << plain.err;
+  // A draft model of another vocabulary (the llama fixture's) is a typed error naming both.
+  const std::string other = std::string(SPORE_SOURCE_DIR) + "/tests/fixtures/llm/llama/model.gguf";
+  const CliRun mismatch = run("generate --prompt x --max-tokens 2 --spec-draft-model " + other);
+  EXPECT_EQ(mismatch.status, 2) << mismatch.err;
+  EXPECT_NE(mismatch.err.find("vocabulary"), std::string::npos) << mismatch.err;
+  EXPECT_NE(mismatch.err.find(other), std::string::npos) << mismatch.err;
 }

@@ -69,10 +69,17 @@ constexpr int kSpinPauses = 4096;
 
 class Pool {
  public:
-  static Pool& get() {
-    // Never destroyed: workers may still be waiting when static destructors run.
-    static Pool* p = new Pool;
-    return *p;
+  static Pool& get() { return *instance(); }
+
+  // Never destroyed: workers may still be waiting when static destructors run. A forked child
+  // has none of the parent's workers, and waking the condition variable they wait on could block
+  // it (glibc waits for the old waiters to leave): the child starts a fresh pool.
+  static Pool*& instance() {
+    static Pool* p = [] {
+      pthread_atfork(nullptr, nullptr, [] { instance() = new Pool; });
+      return new Pool;
+    }();
+    return p;
   }
 
   // Runs chunks [0, chunks) of fn with up to `team` threads, the caller included. False when
