@@ -42,8 +42,6 @@ class DraftModel {
   // prefill pieces of a long catch-up).
   void propose(std::span<Request> requests);
 
-  uint64_t cache_bytes() const { return cache_->nbytes(); }
-
  private:
   std::shared_ptr<const LoadedModel> model_;
   std::unique_ptr<KvCache> cache_;

@@ -168,20 +168,21 @@ Engine::Engine(const LoadedModel& model, const EngineOptions& options) : impl_(s
     m.context = options.context;
   }
   m.memory = detail::plan_memory(*m.lm, options, m.context);
+  if (options.draft) {
+    // The draft model's weights and KV cache count too (NOTE [Speculative decoding]).
+    if (!options.draft->lm) throw Error(ErrorCode::kValue, "engine: the draft LoadedModel holds no model");
+    detail::check_same_vocabulary(model, *options.draft);
+    const MemoryReport w = options.draft->lm->weight_memory();
+    m.memory.weights_mapped += w.weights_mapped;
+    m.memory.weights_resident += w.weights_resident;
+    m.memory.kv_cache += options.draft->lm->kv_bytes_per_token(options.kv_dtype) * (uint64_t)options.slots * (uint64_t)m.context;
+  }
   if (options.max_memory) detail::check_memory(*m.lm, options, m.context, m.memory, *options.max_memory);
   // The cache is made once, here; the model writes it in place (kv_cache_write) at each step.
   m.cache = m.lm->make_cache(options.slots, m.context, options.kv_dtype);
   m.slot_used.assign((size_t)options.slots, false);
   m.prefix.emplace(options.slots);
-  if (options.draft) {
-    if (!options.draft->lm) throw Error(ErrorCode::kValue, "engine: the draft LoadedModel holds no model");
-    detail::check_same_vocabulary(model, *options.draft);
-    m.draft.emplace(options.draft, options.slots, m.context, options.kv_dtype, options.prefill_chunk);
-    const MemoryReport w = options.draft->lm->weight_memory();
-    m.memory.weights_mapped += w.weights_mapped;
-    m.memory.weights_resident += w.weights_resident;
-    m.memory.kv_cache += m.draft->cache_bytes();
-  }
+  if (options.draft) m.draft.emplace(options.draft, options.slots, m.context, options.kv_dtype, options.prefill_chunk);
 }
 
 Engine::~Engine() = default;
