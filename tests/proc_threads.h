@@ -4,7 +4,9 @@
 // no CPU time. So "every thread reaches 'S' and stays without CPU" separates sleeping from
 // spinning with no timing threshold: the load of the machine only delays the moment it happens.
 #pragma once
+#include <signal.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -91,6 +93,24 @@ inline std::string wait_until_all_sleep(pid_t pid, int except, std::chrono::mill
     if (std::chrono::steady_clock::now() > deadline) return "still running after " + std::to_string(timeout.count()) + " ms:" + seen;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+// Waits up to `timeout` for child `pid` to exit and returns its wait status; past the timeout the
+// child is killed (SIGKILL) and *hung is set.
+inline int wait_for_exit(pid_t pid, std::chrono::milliseconds timeout, bool* hung = nullptr) {
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (hung) *hung = false;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      if (hung) *hung = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status;
 }
 
 }  // namespace spore::test

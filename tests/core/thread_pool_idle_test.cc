@@ -92,16 +92,9 @@ TEST(ThreadPoolIdle, AForkedChildRunsLoops) {
   // The child: its loops end, and on workers of its own (not on the caller alone, as they would
   // if the pool still counted the parent's workers).
   if (pid == 0) _exit(run() && test::threads_of(getpid()).size() >= 3 ? 0 : 1);
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      FAIL() << "the forked child's loops hung";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  bool hung = false;
+  const int status = test::wait_for_exit(pid, std::chrono::seconds(60), &hung);
+  ASSERT_FALSE(hung) << "the forked child's loops hung";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_TRUE(run());  // the parent's pool goes on
 }

@@ -7,20 +7,15 @@
 #include <filesystem>
 #include <map>
 
+#include "nlp/embedded_model.h"
 #include "spore/nlp/generate.h"
 
 namespace {
 
 using namespace spore::nlp;
 
-const std::filesystem::path kModel = std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct";
-
-bool have_model() {
-  if (!std::filesystem::is_directory(kModel)) return false;
-  for (const auto& e : std::filesystem::directory_iterator(kModel))
-    if (e.path().extension() == ".gguf") return true;
-  return false;
-}
+using spore::test::have_model;
+using spore::test::kModel;
 
 const LoadedModel& model() {
   static const LoadedModel m = load_model(kModel, {.require_tokenizer = true});

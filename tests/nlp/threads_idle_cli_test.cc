@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "nlp/embedded_model.h"
 #include "nlp/spore_cli_run.h"
 #include "proc_threads.h"
 
@@ -25,14 +26,8 @@ extern char** environ;
 
 namespace {
 
-const std::filesystem::path kModel = std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct";
-
-bool have_model() {
-  if (!std::filesystem::is_directory(kModel)) return false;
-  for (const auto& e : std::filesystem::directory_iterator(kModel))
-    if (e.path().extension() == ".gguf") return true;
-  return false;
-}
+using spore::test::have_model;
+using spore::test::kModel;
 
 // Starts `spore chat`, sends one message, waits for its figures line, checks the idle threads
 // (and, with `policy` empty, that the process runs passive), then ends the chat.
@@ -81,16 +76,7 @@ void idle_chat_sleeps(const std::string& policy) {
     seen = spore::test::wait_until_all_sleep(pid, -1, std::chrono::seconds(30));
   }
   close(in[1]);  // end of input: the chat ends
-  int status = 0;
-  const auto stop = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > stop) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int status = spore::test::wait_for_exit(pid, std::chrono::seconds(60));
   err = spore::test::slurp(err_path);
   std::filesystem::remove(err_path);
   EXPECT_EQ(seen, "") << "threads of the waiting chat did not sleep";
