@@ -34,6 +34,12 @@ struct ServeOptions {
   int threads = 0;                  // kernel threads (0: one per core)
   bool prefix_cache = true;         // reuse a free slot's KV rows for a shared prompt prefix
   int64_t prefill_chunk = 0;        // prompt tokens per sequence per step (0: the engine's default)
+  // Speculative decoding for requests that do not choose (NOTE [Speculative decoding]): "none",
+  // "ngram" or "draft" (needs draft_model), with up to draft_max tokens drafted per step. A request
+  // chooses with "speculative": "ngram" or {"type": "ngram", "n_max": 8}.
+  std::string speculative = "none";
+  int64_t draft_max = 8;
+  std::string draft_model;          // a smaller model of the same vocabulary; empty: none
 };
 
 class Server {

@@ -4,13 +4,19 @@ checkpoints, jit, export). The Lite runtime is the separate package ``spore_lite
 
 NOTE [Python modules] in docs/design.md says how it is built and why.
 """
-from . import _spore
-from ._spore import (Tensor, Parameter, dtype, SporeError, ShapeError, DTypeError, DeviceError,
+import os as _os
+# NOTE [Passive OpenMP in the CLI]: oneDNN's float32 GEMMs and convolutions run on libgomp, which
+# reads its wait policy once, when the extension below loads it; unless the user chose one, its
+# idle workers sleep instead of spinning against Spore's own pool and the machine's other work.
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["OMP_WAIT_POLICY"] = "passive"
+from . import _spore  # noqa: E402
+from ._spore import (Tensor, Parameter, dtype, SporeError, ShapeError, DTypeError, DeviceError,  # noqa: E402
                      SporeIndexError, SporeValueError, SporeIOError, FormatError, VersionError,
                      UnsupportedError, InternalError)
 from . import _tensor_py  # noqa: F401  (Tensor's Python-side methods: repr, ...)
-from .context import (set_context, get_context, PYNATIVE_MODE, GRAPH_MODE, set_seed, get_seed)
-from .parallel_context import (ParallelMode, set_auto_parallel_context, get_auto_parallel_context,
+from .context import (set_context, get_context, PYNATIVE_MODE, GRAPH_MODE, set_seed, get_seed)  # noqa: E402
+from .parallel_context import (ParallelMode, set_auto_parallel_context, get_auto_parallel_context,  # noqa: E402
                                reset_auto_parallel_context)
 
 __version__ = _spore._framework_version()

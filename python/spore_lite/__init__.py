@@ -2,10 +2,16 @@
 Model.build_from_file(path, ModelType.MINDIR, context), predict. A runtime of its own: this package
 never imports spore, and its extension links the Lite library alone (NOTE [Python modules]), so
 the framework and Lite can share a process without symbol clashes."""
-import numpy as np
+import os as _os
+# NOTE [Passive OpenMP in the CLI]: oneDNN's float32 GEMMs and convolutions run on libgomp, which
+# reads its wait policy once, when the extension below loads it; unless the user chose one, its
+# idle workers sleep instead of spinning against Spore's own pool and the machine's other work.
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["OMP_WAIT_POLICY"] = "passive"
+import numpy as np  # noqa: E402
 
-from . import _spore_lite
-from ._spore_lite import (Tensor, ModelType, DataType, TensorInfo, SporeError, ShapeError, DTypeError,
+from . import _spore_lite  # noqa: E402
+from ._spore_lite import (Tensor, ModelType, DataType, TensorInfo, SporeError, ShapeError, DTypeError,  # noqa: E402
                           DeviceError, SporeValueError, FormatError, VersionError, UnsupportedError,
                           SporeIOError, readable_ir_versions)
 

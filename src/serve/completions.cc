@@ -104,7 +104,10 @@ struct Reply {
     const double decode_ms = t.total_ms - t.first_token_ms;
     const int64_t decoded = std::max<int64_t>(t.generated_tokens - 1, 0);
     const int64_t computed = t.prompt_tokens - t.cached_prompt_tokens;
+    // draft_n / draft_n_accepted: llama.cpp's server names for speculative decoding's counts.
     return {{"cache_n", t.cached_prompt_tokens},
+            {"draft_n", t.drafted_tokens},
+            {"draft_n_accepted", t.accepted_tokens},
             {"prompt_n", computed},
             {"prompt_ms", t.prompt_ms},
             {"prompt_per_token_ms", computed ? t.prompt_ms / (double)computed : 0.0},
@@ -154,7 +157,9 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 void Server::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
-  const RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
+  RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
+  limits.speculative = speculative;
+  limits.draft_model = draft_model != nullptr;
   const CompletionRequest r = parse_completion_request(req.body, chat, limits);
   nlp::GenerateOptions o = r.generate;
   std::vector<int32_t> ids;

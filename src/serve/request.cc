@@ -254,6 +254,43 @@ void parse_constraints(const json& body, CompletionRequest& r, const json* force
                     "conflicting_fields");
 }
 
+// "speculative": "ngram" | "draft" | "none", or {"type": ..., "n_max": K} (NOTE [Speculative
+// decoding]); absent or null: the server's default.
+void parse_speculative(const json& body, const RequestLimits& limits, nlp::SpeculativeOptions& out) {
+  out = limits.speculative;
+  auto it = body.find("speculative");
+  if (it == body.end() || it->is_null()) return;
+  const json* type = nullptr;
+  if (it->is_string()) {
+    type = &*it;
+  } else if (it->is_object()) {
+    if (auto t = it->find("type"); t != it->end() && !t->is_null()) type = &*t;
+    if (auto n = it->find("n_max"); n != it->end() && !n->is_null()) {
+      if (!n->is_number_integer()) throw wrong_type("speculative.n_max", "an integer", *n);
+      const bool in_range = n->is_number_unsigned() ? n->get<uint64_t>() >= 1 && n->get<uint64_t>() <= 64
+                                                    : n->get<int64_t>() >= 1 && n->get<int64_t>() <= 64;
+      if (!in_range)
+        throw bad_field("speculative.n_max", n->dump() + " is out of range; draft 1 to 64 tokens per step");
+      out.draft_max = n->get<int64_t>();
+    }
+  } else {
+    throw wrong_type("speculative", "a string (\"ngram\", \"draft\" or \"none\") or an object {\"type\", \"n_max\"}", *it);
+  }
+  if (type) {
+    if (!type->is_string()) throw wrong_type("speculative.type", "a string", *type);
+    const std::string name = type->get<std::string>();
+    try {
+      out.type = nlp::parse_speculative_type(name);
+    } catch (const Error&) {
+      throw bad_field("speculative", "'" + name + "' is not a speculative decoding type; use \"ngram\" (prompt lookup), "
+                      "\"draft\" (the server's draft model) or \"none\"", "unsupported_value");
+    }
+  }
+  if (out.type == nlp::SpeculativeOptions::Type::kDraft && !limits.draft_model)
+    throw bad_field("speculative", "\"draft\" needs a draft model, and this server was started without one "
+                    "(spore serve --spec-draft-model PATH); use \"ngram\"", "unsupported_value");
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body_text, bool chat, const RequestLimits& limits) {
@@ -364,6 +401,7 @@ CompletionRequest parse_completion_request(std::string_view body_text, bool chat
   s.logprobs = r.logprobs;
   s.top_logprobs = r.top_logprobs;
   boolean(body, "ignore_eos", r.generate.ignore_eos);  // llama.cpp's extension (benchmarks, tests)
+  parse_speculative(body, limits, r.generate.speculative);
   boolean(body, "stream", r.stream);
   if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
     if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);

@@ -22,6 +22,8 @@ struct RequestLimits {
   int64_t max_messages = 512;  // chat messages per request
   int64_t context = 2048;      // max_tokens may not exceed it
   std::size_t max_body_bytes = kDefaultMaxBodyBytes;  // larger bodies: 413
+  nlp::SpeculativeOptions speculative{};  // the server's default (ServeOptions::speculative)
+  bool draft_model = false;             // the server holds a draft model ("draft" is allowed)
 };
 
 inline constexpr int64_t kMaxTools = 128;  // OpenAI's limit on a request's tools

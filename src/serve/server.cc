@@ -134,6 +134,18 @@ void Server::Impl::load() {
     eo.context = options.context;
     eo.prefix_cache = options.prefix_cache;
     if (options.prefill_chunk > 0) eo.prefill_chunk = options.prefill_chunk;
+    // NOTE [Speculative decoding]: the server's default for requests that do not choose.
+    nlp::SpeculativeOptions spec;
+    spec.type = nlp::parse_speculative_type(options.speculative);
+    spec.draft_max = options.draft_max;
+    nlp::validate_speculative(spec);
+    if (!options.draft_model.empty()) {
+      nlp::LoadOptions dlo;
+      dlo.allow_unverified = options.allow_unverified;
+      eo.draft = std::make_shared<const nlp::LoadedModel>(nlp::load_model(options.draft_model, dlo));
+    } else if (spec.type == nlp::SpeculativeOptions::Type::kDraft) {
+      throw Error(ErrorCode::kValue, "spore serve: --spec-type draft needs --spec-draft-model PATH");
+    }
     auto w = std::make_unique<Worker>(*m, eo, options.queue, metrics);
     const nlp::MemoryReport mem = m->lm->weight_memory();
     std::fprintf(stderr,
@@ -145,6 +157,8 @@ void Server::Impl::load() {
     worker = std::move(w);
     model_id = id;
     chat_eos = eos;
+    speculative = spec;
+    draft_model = eo.draft;
     ready = true;
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(load_mu);

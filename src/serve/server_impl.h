@@ -34,6 +34,8 @@ struct Server::Impl {
   std::unique_ptr<Worker> worker;
   std::string model_id;
   std::vector<int32_t> chat_eos;
+  nlp::SpeculativeOptions speculative;                 // requests' default (NOTE [Speculative decoding])
+  std::shared_ptr<const nlp::LoadedModel> draft_model;  // ServeOptions::draft_model, loaded
   std::atomic<uint64_t> next_id{1};
 
   void routes();

@@ -81,11 +81,16 @@ TEST(SignalMask, OpenMpWorkersBlockSignalsAndTheCallerKeepsThem) {
   set_num_threads(4);
   std::mutex mu;
   std::map<std::thread::id, bool> blocked;  // thread -> SIGINT blocked while it ran a chunk
-  cpu::parallel_for(64, 1, [&](int64_t, int64_t) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // every team member gets chunks
-    std::lock_guard<std::mutex> lock(mu);
-    blocked[std::this_thread::get_id()] = blocked_here(SIGINT);
-  });
+  // The caller claims chunks too, and a worker the OS has not scheduled yet claims none (NOTE
+  // [Threads that sleep]): on a loaded machine one region can pass on the caller alone, so
+  // regions repeat until a worker has run a chunk (seconds at most).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (blocked.size() < 2 && std::chrono::steady_clock::now() < deadline)
+    cpu::parallel_for(64, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // every team member gets chunks
+      std::lock_guard<std::mutex> lock(mu);
+      blocked[std::this_thread::get_id()] = blocked_here(SIGINT);
+    });
   ASSERT_GE(blocked.size(), 2u) << "no worker ran a chunk";
   for (const auto& [id, b] : blocked) {
     if (id == std::this_thread::get_id()) EXPECT_FALSE(b) << "the caller's signals were blocked";

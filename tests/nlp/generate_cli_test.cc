@@ -156,3 +156,37 @@ TEST(GenerateCli, ChatReusesTheConversationsCacheBetweenTurns) {
 }
 
 }  // namespace
+
+// NOTE [Speculative decoding] from the command line: the same greedy ids with --spec-type ngram,
+// the acceptance in the figures line, and typed usage errors.
+TEST(GenerateCli, SpeculativeFlags) {
+  ASSERT_TRUE(std::filesystem::exists(kSpore)) << "build spore_cli first";
+  CliRun bad = run("generate --prompt x --spec-type medusa");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("medusa"), std::string::npos) << bad.err;
+  bad = run("generate --prompt x --spec-type draft");  // no --spec-draft-model
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--spec-draft-model"), std::string::npos) << bad.err;
+  bad = run("generate --prompt x --spec-type ngram --spec-draft-n-max 0");
+  EXPECT_EQ(bad.status, 2);
+  if (const std::string why = model_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::string prompt =
+      "--prompt 'Repeat: the red fox and the blue fox and the green fox. Repeat: the red fox and the' "
+      "--max-tokens 16 --temperature 0 --ignore-eos --print-ids";
+  const CliRun plain = run("generate " + prompt);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const CliRun spec = run("generate " + prompt + " --spec-type ngram --draft-max 4");
+  ASSERT_EQ(spec.status, 0) << spec.err;
+  EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(spec.err, m, std::regex(R"(speculative ngram: (\d+) drafted, (\d+) accepted \(([0-9.]+)%\))")))
+      << spec.err;
+  EXPECT_GT(std::stoi(m[2]), 0) << spec.err;
+  EXPECT_EQ(plain.err.find("speculative"), std::string::npos) << plain.err;
+  // A draft model of another vocabulary (the llama fixture's) is a typed error naming both.
+  const std::string other = std::string(SPORE_SOURCE_DIR) + "/tests/fixtures/llm/llama/model.gguf";
+  const CliRun mismatch = run("generate --prompt x --max-tokens 2 --spec-draft-model " + other);
+  EXPECT_EQ(mismatch.status, 2) << mismatch.err;
+  EXPECT_NE(mismatch.err.find("vocabulary"), std::string::npos) << mismatch.err;
+  EXPECT_NE(mismatch.err.find(other), std::string::npos) << mismatch.err;
+}

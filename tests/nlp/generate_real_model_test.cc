@@ -7,20 +7,15 @@
 #include <filesystem>
 #include <map>
 
+#include "nlp/embedded_model.h"
 #include "spore/nlp/generate.h"
 
 namespace {
 
 using namespace spore::nlp;
 
-const std::filesystem::path kModel = std::filesystem::path(SPORE_SOURCE_DIR) / "models/smollm2-135m-instruct";
-
-bool have_model() {
-  if (!std::filesystem::is_directory(kModel)) return false;
-  for (const auto& e : std::filesystem::directory_iterator(kModel))
-    if (e.path().extension() == ".gguf") return true;
-  return false;
-}
+using spore::test::have_model;
+using spore::test::kModel;
 
 const LoadedModel& model() {
   static const LoadedModel m = load_model(kModel, {.require_tokenizer = true});
@@ -60,6 +55,32 @@ TEST(GenerateRealModel, BatchedEqualsSoloGreedy) {
   for (size_t i = 0; i < kPrompts.size(); ++i) {
     EXPECT_EQ(got[ids[i]], solo[i]) << kPrompts[i];
     EXPECT_EQ(text[ids[i]], model().tokenizer->decode(solo[i])) << kPrompts[i];
+  }
+}
+
+// NOTE [Speculative decoding]: on an input-grounded prompt (the answer copies the given text),
+// prompt lookup's drafts are accepted, and the greedy tokens are exactly those without it: the
+// K + 1-row verification pass gives every row the logits a one-token step gives.
+TEST(GenerateRealModel, SpeculativeGreedyEqualsPlainGreedy) {
+  if (!have_model()) GTEST_SKIP() << kModel << " is not there (bash scripts/fetch-model.sh)";
+  const std::string text =
+      "Spore is a deep-learning system in C++. It loads GGUF files, runs a continuous-batching engine and serves an "
+      "OpenAI-compatible API.";
+  const std::string prompt = "Copy this text exactly.\nText: " + text + "\nCopy: Spore is a deep-learning";
+  GenerateOptions o;
+  o.max_tokens = 24;
+  o.sampling.temperature = 0;
+  o.ignore_eos = true;
+  const GenerationResult plain = generate(model(), prompt, o);
+  for (auto type : {SpeculativeOptions::Type::kNgram, SpeculativeOptions::Type::kDraft}) {
+    o.speculative.type = type;
+    o.speculative.draft_max = 6;
+    EngineOptions eo;
+    // The model drafting for itself (a draft of the same vocabulary, by construction).
+    if (type == SpeculativeOptions::Type::kDraft) eo.draft = std::shared_ptr<const LoadedModel>(&model(), [](const LoadedModel*) {});
+    const GenerationResult spec = generate(model(), prompt, o, {}, eo);
+    EXPECT_EQ(spec.tokens, plain.tokens) << speculative_type_name(type);
+    EXPECT_GT(spec.timings.accepted_tokens, 0) << speculative_type_name(type);
   }
 }
 

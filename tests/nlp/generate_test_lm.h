@@ -76,11 +76,17 @@ class HistoryLM : public nlp::CausalLM {
         row[c.position + (int64_t)i] = (float)c.tokens[i];
       }
       std::vector<int32_t> history;
-      for (int64_t p = 0; p < c.position + (int64_t)c.tokens.size(); ++p) history.push_back((int32_t)row[p]);
-      const std::vector<float> l = fn_(history);
-      out.insert(out.end(), l.begin(), l.end());
+      for (int64_t p = 0; p < c.position; ++p) history.push_back((int32_t)row[p]);
+      // all_logits: a row after each of the chunk's tokens (speculative verification), else the last.
+      for (size_t i = 0; i < c.tokens.size(); ++i) {
+        history.push_back((int32_t)row[c.position + (int64_t)i]);
+        if (!c.all_logits && i + 1 < c.tokens.size()) continue;
+        const std::vector<float> l = fn_(history);
+        out.insert(out.end(), l.begin(), l.end());
+        ++rows_out;
+      }
     }
-    return Tensor::from_vector(out, Shape{(int64_t)chunks.size(), vocab});
+    return Tensor::from_vector(out, Shape{(int64_t)out.size() / vocab, vocab});
   }
 
   struct Chunk {
@@ -89,6 +95,7 @@ class HistoryLM : public nlp::CausalLM {
   };
   std::vector<std::vector<Chunk>> calls;  // per forward call, its chunks
   mutable int caches_made = 0;
+  int64_t rows_out = 0;  // logits rows returned, over every call
   uint64_t weights_mapped = 1000;
   mutable const nlp::KvCache* latest_cache = nullptr;
 

@@ -167,6 +167,47 @@ TEST(ServeRequest, ErrorCatalogue) {
 }
 
 
+// NOTE [Speculative decoding]: the server's default unless the request chooses; typed 400s.
+TEST(ServeRequest, SpeculativeField) {
+  RequestLimits l = limits();
+  l.speculative.type = nlp::SpeculativeOptions::Type::kNgram;
+  l.speculative.draft_max = 5;
+  const char* chat = R"({"messages":[{"role":"user","content":"a"}]})";
+  const CompletionRequest d = parse_completion_request(chat, true, l);
+  EXPECT_EQ(d.generate.speculative.type, nlp::SpeculativeOptions::Type::kNgram);
+  EXPECT_EQ(d.generate.speculative.draft_max, 5);
+  const CompletionRequest off = parse_completion_request(R"({"prompt":"p","speculative":"none"})", false, l);
+  EXPECT_EQ(off.generate.speculative.type, nlp::SpeculativeOptions::Type::kNone);
+  const CompletionRequest k =
+      parse_completion_request(R"({"prompt":"p","speculative":{"type":"ngram","n_max":12}})", false, limits());
+  EXPECT_EQ(k.generate.speculative.type, nlp::SpeculativeOptions::Type::kNgram);
+  EXPECT_EQ(k.generate.speculative.draft_max, 12);
+  struct Case {
+    const char* body;
+    const char* param;
+    const char* code;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"prompt":"p","speculative":"medusa"})", "speculative", "unsupported_value"},
+           {R"({"prompt":"p","speculative":{"type":"eagle"}})", "speculative", "unsupported_value"},
+           {R"({"prompt":"p","speculative":"draft"})", "speculative", "unsupported_value"},  // no draft model
+           {R"({"prompt":"p","speculative":{"type":"ngram","n_max":0}})", "speculative.n_max", "invalid_value"},
+           {R"({"prompt":"p","speculative":{"type":"ngram","n_max":65}})", "speculative.n_max", "invalid_value"},
+           {R"({"prompt":"p","speculative":{"type":"ngram","n_max":"8"}})", "speculative.n_max", "invalid_type"},
+           {R"({"prompt":"p","speculative":{"type":3}})", "speculative.type", "invalid_type"},
+           {R"({"prompt":"p","speculative":7})", "speculative", "invalid_type"}}) {
+    SCOPED_TRACE(c.body);
+    const ApiError e = error_of(c.body, false);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, c.param);
+    EXPECT_EQ(e.code, c.code);
+  }
+  RequestLimits with_draft = limits();
+  with_draft.draft_model = true;
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"p","speculative":"draft"})", false, with_draft).generate.speculative.type,
+            nlp::SpeculativeOptions::Type::kDraft);
+}
+
 std::string nested_array(int depth, const std::string& inner = "1") {
   return std::string((size_t)depth, '[') + inner + std::string((size_t)depth, ']');
 }

@@ -137,6 +137,24 @@ TEST_F(Serve, GreedyCompletionMatchesTheLibrary) {
     EXPECT_TRUE(j["timings"].contains(k)) << k;
 }
 
+// NOTE [Speculative decoding] per request: prompt lookup gives the library's plain greedy text,
+// the timings count the drafts (llama.cpp's draft_n, draft_n_accepted), unknown types are 400.
+TEST_F(Serve, SpeculativeRequestMatchesPlainGreedy) {
+  const std::string prompt = "Repeat: one two three four five. Repeat: one two three four five. Repeat: one two";
+  const json j = post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0},
+                                          {"ignore_eos", true}, {"speculative", {{"type", "ngram"}, {"n_max", 4}}}});
+  const auto m = spore::nlp::load_model(model_path(), {.require_tokenizer = true});
+  spore::nlp::GenerateOptions o;
+  o.max_tokens = 12;
+  o.sampling.temperature = 0;
+  o.ignore_eos = true;
+  EXPECT_EQ(j["choices"][0]["text"], spore::nlp::generate(m, prompt, o).text);
+  EXPECT_GT(j["timings"]["draft_n_accepted"].get<int64_t>(), 0) << j.dump();
+  EXPECT_LE(j["timings"]["draft_n_accepted"].get<int64_t>(), j["timings"]["draft_n"].get<int64_t>());
+  const json plain = post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}});
+  EXPECT_EQ(plain["timings"]["draft_n"], 0);  // the server's default: none
+}
+
 TEST_F(Serve, ChatJsonLogprobsAndSeed) {
   const json req = {{"model", "SmolLM2-135M-Instruct.Q4_1"},
                     {"messages", {{{"role", "user"}, {"content", "Name a colour."}}}},

@@ -3,6 +3,9 @@
 //                  [--top-p P] [--min-p P] [--seed S] [--stop S]... [--repeat-penalty R]
 //                  [--chat] [--max-memory BYTES] [--context N] [--print-ids]
 //                  [--grammar-file GBNF | --json-schema-file SCHEMA]  (also for chat: NOTE [Grammars])
+//                  [--spec-type ngram|draft] [--spec-draft-n-max K] [--spec-draft-model PATH]
+//                  (speculative decoding, also for chat: NOTE [Speculative decoding]; llama.cpp's
+//                  flag names, with --speculative, --draft-max and --draft PATH as aliases)
 //       streams the continuation to stdout; a figures line (prompt tokens, prefill and decode
 //       tokens/s, first-token ms, memory) goes to stderr. --print-ids prints instead one JSON
 //       line {"prompt_ids", "ids", "text", "finish"} (tools/compare_llama_cpp.py reads it).
@@ -46,6 +49,10 @@ struct ModelArgs {
   std::string numerics = "auto";
   uint64_t seed = 0;
   std::string grammar_file, json_schema_file;  // constrained decoding (NOTE [Grammars])
+  // NOTE [Speculative decoding]
+  std::string spec_type = "none", draft_model;
+  int64_t draft_max = nlp::SpeculativeOptions{}.draft_max, ngram_n = nlp::SpeculativeOptions{}.ngram_max;
+  CLI::Option* spec_type_opt = nullptr;
   CLI::Option *temperature_opt = nullptr, *top_k_opt = nullptr, *top_p_opt = nullptr, *min_p_opt = nullptr,
               *repeat_opt = nullptr, *seed_opt = nullptr, *max_memory_opt = nullptr;
 
@@ -68,6 +75,14 @@ struct ModelArgs {
     cmd->add_option("--grammar-file", grammar_file, "Generate only text this GBNF grammar (llama.cpp's syntax, start rule root) accepts");
     cmd->add_option("--json-schema-file", json_schema_file, "Generate only JSON this JSON Schema accepts (OpenAI's subset)")
         ->excludes(cmd->get_option("--grammar-file"));
+    spec_type_opt = cmd->add_option("--spec-type,--speculative", spec_type,
+                                    "Speculative decoding: none, ngram (prompt lookup) or draft (--spec-draft-model)");
+    cmd->add_option("--spec-draft-n-max,--draft-max", draft_max, "Tokens drafted per step at most (1 to 64)")
+        ->capture_default_str();
+    cmd->add_option("--spec-draft-model,--model-draft,--draft", draft_model,
+                    "A smaller model of the same vocabulary that drafts (implies --spec-type draft)");
+    cmd->add_option("--spec-ngram-size-n", ngram_n, "ngram: the longest suffix looked up in the text so far (1 to 16)")
+        ->capture_default_str();
     cmd->add_option("--threads", threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
     cmd->add_option("--kv-cache", kv_cache, "KV cache dtype: f16, bf16 or f32")
         ->check(CLI::IsMember({"f16", "bf16", "f32"}))
@@ -118,7 +133,24 @@ struct ModelArgs {
     s.penalty_last_n = repeat_last_n;
     if (seed_opt->count()) s.seed = seed;
     o.grammar = grammar();
+    o.speculative.type = nlp::parse_speculative_type(spec_type);
+    if (!draft_model.empty() && !spec_type_opt->count()) o.speculative.type = nlp::SpeculativeOptions::Type::kDraft;
+    o.speculative.draft_max = draft_max;
+    o.speculative.ngram_max = ngram_n;
+    nlp::validate_speculative(o.speculative);
+    if (o.speculative.type == nlp::SpeculativeOptions::Type::kDraft && draft_model.empty())
+      throw Error(ErrorCode::kValue, "--spec-type draft needs a draft model: give --spec-draft-model PATH (a smaller "
+                                     "model of the same vocabulary), or use --spec-type ngram");
     return o;
+  }
+
+  // The draft model of --spec-draft-model (null without it), loaded as the model is.
+  std::shared_ptr<const nlp::LoadedModel> draft() const {
+    if (draft_model.empty()) return nullptr;
+    nlp::LoadOptions lo;
+    lo.allow_unverified = allow_unverified;
+    lo.numerics = nlp::parse_numerics(numerics);
+    return std::make_shared<const nlp::LoadedModel>(nlp::load_model(draft_model, lo));
   }
 
   // The compiled grammar of --grammar-file or --json-schema-file (null without either); kIO when
@@ -137,8 +169,9 @@ struct ModelArgs {
     }
   }
 
-  nlp::EngineOptions engine_options() const {
+  nlp::EngineOptions engine_options(std::shared_ptr<const nlp::LoadedModel> draft = nullptr) const {
     nlp::EngineOptions e;
+    e.draft = std::move(draft);
     e.context = context;
     e.kv_dtype = kv_cache == "f32" ? DType::kFloat32 : kv_cache == "bf16" ? DType::kBFloat16 : DType::kFloat16;
     if (max_memory_opt->count()) e.max_memory = max_memory;
@@ -146,12 +179,23 @@ struct ModelArgs {
   }
 };
 
-void print_figures(const nlp::Timings& t, const nlp::MemoryReport& m, const std::string& finish) {
+// "; speculative ngram: 40 drafted, 31 accepted (77.5%)" when speculation was on, else "".
+std::string speculation_figures(const nlp::Timings& t, nlp::SpeculativeOptions::Type type) {
+  if (type == nlp::SpeculativeOptions::Type::kNone) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; speculative %s: %lld drafted, %lld accepted (%.1f%%)", nlp::speculative_type_name(type),
+                (long long)t.drafted_tokens, (long long)t.accepted_tokens, 100.0 * t.acceptance_rate());
+  return buf;
+}
+
+void print_figures(const nlp::Timings& t, const nlp::MemoryReport& m, const std::string& finish,
+                   nlp::SpeculativeOptions::Type spec) {
   std::fprintf(stderr,
                "spore: prompt %lld tokens, prefill %.1f tokens/s, first token %.1f ms; decode %lld tokens, %.1f "
-               "tokens/s; memory: weights %s (mapped %s, resident %s), KV cache %s, scratch %s; finish: %s\n",
+               "tokens/s%s; memory: weights %s (mapped %s, resident %s), KV cache %s, scratch %s; finish: %s\n",
                (long long)t.prompt_tokens, t.prompt_tokens_per_second(), t.first_token_ms, (long long)t.generated_tokens,
-               t.tokens_per_second(), nlp::format_bytes(m.weights_mapped + m.weights_resident).c_str(),
+               t.tokens_per_second(), speculation_figures(t, spec).c_str(),
+               nlp::format_bytes(m.weights_mapped + m.weights_resident).c_str(),
                nlp::format_bytes(m.weights_mapped).c_str(), nlp::format_bytes(m.weights_resident).c_str(),
                nlp::format_bytes(m.kv_cache).c_str(), nlp::format_bytes(m.scratch).c_str(), finish.c_str());
 }
@@ -204,8 +248,8 @@ int run_generate(const ModelArgs& a, const std::string& prompt, const std::strin
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
-  const nlp::GenerationResult r = ids.empty() ? nlp::generate(m, prompt, o, stream, a.engine_options())
-                                              : nlp::generate_ids(m, ids, o, stream, a.engine_options());
+  const nlp::EngineOptions eo = a.engine_options(a.draft());
+  const nlp::GenerationResult r = ids.empty() ? nlp::generate(m, prompt, o, stream, eo) : nlp::generate_ids(m, ids, o, stream, eo);
   if (print_ids) {
     nlohmann::json j = {{"prompt_ids", r.prompt_tokens}, {"ids", r.tokens}, {"text", r.text},
                         {"finish", nlp::finish_reason_name(r.finish)}};
@@ -214,15 +258,15 @@ int run_generate(const ModelArgs& a, const std::string& prompt, const std::strin
     std::fputs("\n", stdout);
   }
   std::fflush(stdout);
-  print_figures(r.timings, r.memory, nlp::finish_reason_name(r.finish));
+  print_figures(r.timings, r.memory, nlp::finish_reason_name(r.finish), o.speculative.type);
   return 0;
 }
 
 int run_chat(const ModelArgs& a, const std::string& system) {
   const nlp::LoadedModel m = a.load();
   chat_template_of(m);
-  nlp::Engine engine(m, a.engine_options());  // context 0: the engine's min(model maximum, 4096)
   nlp::GenerateOptions o = a.generate_options(m.generation);
+  nlp::Engine engine(m, a.engine_options(a.draft()));  // context 0: the engine's min(model maximum, 4096)
   o.eos_ids = chat_eos(m);
   const bool tty = isatty(STDIN_FILENO);
   std::fprintf(stderr, "spore chat: %s, context %lld tokens; /reset starts over, /exit quits\n",
@@ -273,9 +317,9 @@ int run_chat(const ModelArgs& a, const std::string& system) {
     const nlp::Timings& t = engine.timings(id);
     // The engine keeps the conversation's rows in its slot between turns (NOTE [Prefix cache]):
     // only the new turn's tokens run through the model, the rest are "cached".
-    std::fprintf(stderr, "[%lld tokens, %.1f tokens/s, first token %.0f ms, prompt %lld tokens, %lld cached]\n",
+    std::fprintf(stderr, "[%lld tokens, %.1f tokens/s, first token %.0f ms, prompt %lld tokens, %lld cached%s]\n",
                  (long long)t.generated_tokens, t.tokens_per_second(), t.first_token_ms, (long long)t.prompt_tokens,
-                 (long long)t.cached_prompt_tokens);
+                 (long long)t.cached_prompt_tokens, speculation_figures(t, o.speculative.type).c_str());
     messages.push_back({{"role", "assistant"}, {"content", answer}});
   }
   return 0;

@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "commands.h"
+#include "passive_openmp.h"
 #include "spore/error.h"
 #include "spore/probe.h"
 
 int main(int argc, char** argv) {
   using namespace spore::probe;
+  spore::cli::reexec_with_passive_openmp(argv);  // NOTE [Passive OpenMP in the CLI]
   // The child side first: before anything else in this process could touch a device.
   if (argc >= 2 && std::strcmp(argv[1], kChildCommand) == 0) {
     register_op_probes();

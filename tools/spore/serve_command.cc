@@ -24,34 +24,7 @@ namespace spore::cli {
 
 namespace {
 
-// NOTE [Passive OpenMP threads in serve]: libgomp's workers spin after each parallel region
-// (OMP_WAIT_POLICY unset means a spin of up to ~200 ms), which in a server steals the cores from
-// the HTTP threads and, on a loaded machine, from the team's own members. 32 streaming clients
-// on this 2-core machine under load: 0.7 tokens/s and timeouts with spinning, 10.7 tokens/s and
-// none with OMP_WAIT_POLICY=passive. libgomp reads the variable once, when it loads, so serve
-// re-executes itself with it set when the user has not chosen a policy (set it to keep another).
-void reexec_with_passive_openmp() {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  for (size_t at = 0; at < all.size();) {
-    const size_t end = all.find('\0', at);
-    args.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
-    if (end == std::string::npos) break;
-    at = end + 1;
-  }
-  if (args.empty()) return;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  setenv("OMP_WAIT_POLICY", "passive", 1);
-  execv("/proc/self/exe", argv.data());
-  // execv failed (no /proc): serve anyway, with the default policy.
-}
-
 int run_serve(const serve::ServeOptions& o) {
-  reexec_with_passive_openmp();
   // The signals go to one waiting thread (blocked here before any other thread starts).
   sigset_t set;
   sigemptyset(&set);
@@ -111,6 +84,13 @@ void add_serve_command(CLI::App& app, Handlers& h) {
                "Recompute every prompt instead of reusing KV rows a finished request left with the same prefix");
   cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt tokens per request per step (0: the engine's default)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--spec-type,--speculative", o->speculative,
+                  "Speculative decoding for requests that do not choose: none, ngram or draft")
+      ->capture_default_str();
+  cmd->add_option("--spec-draft-n-max,--draft-max", o->draft_max, "Tokens drafted per step at most (1 to 64)")
+      ->capture_default_str();
+  cmd->add_option("--spec-draft-model,--model-draft,--draft", o->draft_model,
+                  "A smaller model of the same vocabulary, for requests asking \"speculative\": \"draft\"");
   cmd->add_flag("--allow-unverified", o->allow_unverified, "Load even when the files do not match the artifact's lock");
   cmd->callback([&h, o] { h.action = [o] { return run_serve(*o); }; });
 }

@@ -50,8 +50,33 @@ enum class FinishReason { kNone, kStop, kLength, kCancelled, kError, kGrammarDea
 // "stop", "length", "cancelled", "error", "grammar_dead_end"
 const char* finish_reason_name(FinishReason r);
 
+// Speculative decoding (NOTE [Speculative decoding]): each decode step drafts up to draft_max
+// tokens cheaply and the model verifies them in the same forward pass as the step's own token
+// (logits at every draft position); the accepted ones cost no step of their own. Under greedy the
+// tokens are exactly those without speculation; under sampling their distribution is (the
+// standard acceptance rule), though a seed gives other draws than without it.
+//   kNgram: prompt lookup: the longest suffix of the text so far (ngram_max tokens down to
+//           ngram_min) found earlier in the prompt or the output proposes what followed it there.
+//   kDraft: a second, smaller model of the same vocabulary (EngineOptions::draft) proposes them.
+struct SpeculativeOptions {
+  enum class Type { kNone, kNgram, kDraft };
+  Type type = Type::kNone;
+  int64_t draft_max = 8;  // tokens drafted per step at most (llama.cpp's --spec-draft-n-max)
+  int64_t ngram_max = 3;  // kNgram: the longest suffix looked up
+  int64_t ngram_min = 1;  // kNgram: the shortest suffix that may propose a draft
+};
+// "none", "ngram", "draft"
+const char* speculative_type_name(SpeculativeOptions::Type t);
+// The names above, and llama.cpp's --spec-type spellings "ngram-simple" and "draft-simple"; kValue
+// naming the accepted names otherwise.
+SpeculativeOptions::Type parse_speculative_type(const std::string& name);
+// kValue naming the field when draft_max is outside [1, 64] or the n-gram sizes outside
+// 1 <= ngram_min <= ngram_max <= 16.
+void validate_speculative(const SpeculativeOptions& o);
+
 struct GenerateOptions {
   SamplingOptions sampling;
+  SpeculativeOptions speculative;
   int64_t max_tokens = 256;
   std::vector<std::string> stop;  // stop strings: generation ends before the first match
   std::vector<int32_t> eos_ids;   // empty: the model's (config, generation_config.json, GGUF)
@@ -88,8 +113,12 @@ struct SequenceEvent {
 // the first.
 // cached_prompt_tokens: the prompt's leading tokens whose KV rows were reused from an earlier
 // sequence (EngineOptions::prefix_cache), so prompt_ms covers only the others.
+// drafted_tokens / accepted_tokens: speculative decoding's proposals verified, and those the model
+// kept (each accepted token is a step saved).
 struct Timings {
   int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;
+  int64_t drafted_tokens = 0, accepted_tokens = 0;
+  double acceptance_rate() const;  // accepted / drafted, 0 when nothing was drafted
   double prompt_ms = 0, first_token_ms = 0, total_ms = 0;
   double prompt_tokens_per_second() const;  // over the tokens computed (not the cached ones)
   double tokens_per_second() const;  // decode
@@ -108,6 +137,10 @@ struct EngineOptions {
   // Reuse a free slot's rows when its last sequence shares a prefix with a new prompt (NOTE
   // [Prefix cache]); costs no memory beyond the cache above.
   bool prefix_cache = true;
+  // The draft model of speculative decoding's kDraft (NOTE [Speculative decoding]): a smaller
+  // model of the same vocabulary (same size, same token texts, same BOS/EOS; kValue naming both
+  // files otherwise). It gets a KV cache of its own with the same slots and context.
+  std::shared_ptr<const LoadedModel> draft;
 };
 
 // Counts since the engine was made (NOTE [Prefix cache]).

@@ -23,6 +23,7 @@
 
 #include "conv_internal.h"
 #include "dnnl_runtime.h"
+#include "pool_region.h"
 #include "spore/context.h"
 
 namespace spore::cpu {
@@ -114,7 +115,7 @@ const Entry* primitive(ConvPass pass, const ops::ConvGeometry& g, bool bf16, int
 
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
                void* out) {
-  const int threads = spore::num_threads();
+  const int threads = onednn_threads();  // 1 inside a pool chunk (NOTE [Threads that sleep])
   const Entry* e = primitive(pass, g, bf16, threads);
   if (!e) return false;
   dnnl_rt::set_threads(threads);

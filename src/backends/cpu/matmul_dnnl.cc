@@ -26,6 +26,7 @@
 #include "cpu_features.h"
 #include "matmul_geometry.h"
 #include "dnnl_runtime.h"
+#include "pool_region.h"
 #include "spore/context.h"
 
 namespace spore::cpu {
@@ -111,7 +112,7 @@ bool matmul_dnnl(const MatmulGeometry& g) {
   } else if (g.dtype != DType::kFloat32) {
     return false;
   }
-  const int threads = spore::num_threads();
+  const int threads = onednn_threads();  // 1 inside a pool chunk (NOTE [Threads that sleep])
   dnnl_rt::set_threads(threads);
   const size_t item = dtype_size(g.dtype);
   // Element offsets below are scaled by the element size through these byte pointers.

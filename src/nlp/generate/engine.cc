@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 
+#include "nlp/generate/draft_model.h"
 #include "nlp/generate/memory_plan.h"
+#include "nlp/generate/ngram_draft.h"
 #include "nlp/grammar/matcher.h"
 #include "nlp/generate/prefix_cache.h"
 #include "nlp/generate/sampler.h"
@@ -57,6 +59,10 @@ double Timings::prompt_tokens_per_second() const {
   return prompt_ms > 0 ? (double)(prompt_tokens - cached_prompt_tokens) * 1000.0 / prompt_ms : 0.0;
 }
 
+double Timings::acceptance_rate() const {
+  return drafted_tokens > 0 ? (double)accepted_tokens / (double)drafted_tokens : 0.0;
+}
+
 double Timings::tokens_per_second() const {
   const double decode_ms = total_ms - first_token_ms;
   return generated_tokens > 1 && decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0.0;
@@ -75,6 +81,13 @@ struct Sequence {
   int64_t fed = 0;              // tokens written into the slot's cache rows
   int64_t generated = 0;        // tokens sampled so far (EOS included)
   std::vector<int32_t> next;    // the sampled token waiting to be fed (one element)
+  // NOTE [Speculative decoding]: the prompt and every sampled token (what prompt lookup searches,
+  // what the draft model reads); this step's chunk (next, then the draft); the draft's tokens and,
+  // from a draft model, the distributions they were drawn from.
+  std::vector<int32_t> history, feed, draft;
+  std::vector<std::vector<double>> draft_q;
+  std::optional<detail::Sampler> draft_sampler;  // kDraft: the draft model's draws (no penalties)
+  int64_t draft_valid = 0;                       // kDraft: rows of the draft model's cache in use
   Timings timings;
   Clock::time_point added, started, first;
   std::function<bool()> still_wanted;  // asked at admission (Engine::add)
@@ -95,6 +108,7 @@ struct Engine::Impl {
   std::unique_ptr<KvCache> cache;
   std::vector<bool> slot_used;
   std::optional<detail::PrefixCache> prefix;  // what each slot's rows hold (NOTE [Prefix cache])
+  std::optional<detail::DraftModel> draft;    // EngineOptions::draft (NOTE [Speculative decoding])
   std::shared_ptr<const detail::TokenTrie> trie;  // the vocabulary's bytes, made for the first grammar
   std::deque<std::unique_ptr<Sequence>> queue;
   std::vector<std::unique_ptr<Sequence>> active;  // in admission order: the chunks' order
@@ -115,8 +129,16 @@ struct Engine::Impl {
     s.reset();
   }
 
-  // Handles a sampled token; returns the event and whether the sequence is done.
-  SequenceEvent take(Sequence& s, std::span<const float> row);
+  // A drafted token to verify at this row, and the distribution it came from (empty: prompt lookup's
+  // point mass).
+  struct Proposal {
+    int32_t id;
+    std::span<const double> q;
+  };
+  // Handles a sampled token (or verifies `proposal`); returns the event and whether the sequence is done.
+  SequenceEvent take(Sequence& s, std::span<const float> row, const Proposal* proposal = nullptr);
+  // Fills each decoding sequence's `draft` for this step (NOTE [Speculative decoding]).
+  void make_drafts();
 };
 
 Engine::Engine(const LoadedModel& model, const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -146,11 +168,21 @@ Engine::Engine(const LoadedModel& model, const EngineOptions& options) : impl_(s
     m.context = options.context;
   }
   m.memory = detail::plan_memory(*m.lm, options, m.context);
+  if (options.draft) {
+    // The draft model's weights and KV cache count too (NOTE [Speculative decoding]).
+    if (!options.draft->lm) throw Error(ErrorCode::kValue, "engine: the draft LoadedModel holds no model");
+    detail::check_same_vocabulary(model, *options.draft);
+    const MemoryReport w = options.draft->lm->weight_memory();
+    m.memory.weights_mapped += w.weights_mapped;
+    m.memory.weights_resident += w.weights_resident;
+    m.memory.kv_cache += options.draft->lm->kv_bytes_per_token(options.kv_dtype) * (uint64_t)options.slots * (uint64_t)m.context;
+  }
   if (options.max_memory) detail::check_memory(*m.lm, options, m.context, m.memory, *options.max_memory);
   // The cache is made once, here; the model writes it in place (kv_cache_write) at each step.
   m.cache = m.lm->make_cache(options.slots, m.context, options.kv_dtype);
   m.slot_used.assign((size_t)options.slots, false);
   m.prefix.emplace(options.slots);
+  if (options.draft) m.draft.emplace(options.draft, options.slots, m.context, options.kv_dtype, options.prefill_chunk);
 }
 
 Engine::~Engine() = default;
@@ -179,8 +211,24 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options
     if (e < 0 || e >= m.vocab)
       throw Error(ErrorCode::kValue, "generate: EOS id " + std::to_string(e) + " is outside the vocabulary of " +
                                          std::to_string(m.vocab));
+  validate_speculative(options.speculative);
+  if (options.speculative.type == SpeculativeOptions::Type::kDraft && !m.draft)
+    throw Error(ErrorCode::kValue, "generate: speculative decoding with a draft model needs one; load it with the "
+                                   "engine (EngineOptions::draft, --spec-draft-model PATH) or use \"ngram\"");
   SamplingOptions so = options.apply_model_defaults ? with_model_defaults(options.sampling, m.defaults) : options.sampling;
   auto s = std::make_unique<Sequence>(so, m.vocab, options.stop);
+  if (options.speculative.type == SpeculativeOptions::Type::kDraft) {
+    // Any q is exact under the acceptance rule as long as the draft is drawn from it; the
+    // sequence's penalties stay with the model that decides.
+    SamplingOptions d = so;
+    d.repetition_penalty = 1.0;
+    d.presence_penalty = d.frequency_penalty = 0.0;
+    d.penalty_last_n = 0;
+    d.logprobs = false;
+    d.top_logprobs = 0;
+    if (d.seed) d.seed = *d.seed ^ 0x9e3779b97f4a7c15ull;  // its own stream, still reproducible
+    s->draft_sampler.emplace(d, m.vocab);
+  }
   s->id = m.next_id++;
   s->options = options;
   s->options.sampling = so;
@@ -194,6 +242,7 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options
     s->grammar.emplace(options.grammar, m.trie, options.ignore_eos ? std::vector<int32_t>{} : s->eos);
   }
   for (int32_t t : prompt) s->sampler.accept(t);
+  s->history = prompt;
   s->prompt = std::move(prompt);
   s->timings.prompt_tokens = (int64_t)s->prompt.size();
   s->added = Clock::now();
@@ -203,7 +252,7 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options
   return id;
 }
 
-SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row) {
+SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row, const Proposal* proposal) {
   SequenceEvent ev;
   ev.sequence = s.id;
   const std::vector<uint64_t>* mask = nullptr;
@@ -224,12 +273,13 @@ SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row) {
       return ev;
     }
   }
-  const detail::Draw d = s.sampler.sample(row, mask);
+  const detail::Draw d = proposal ? s.sampler.verify(row, mask, proposal->id, proposal->q) : s.sampler.sample(row, mask);
   if (mask && !detail::GrammarMatcher::test(*mask, d.id)) {  // every allowed logit was -inf
     ev.finished = FinishReason::kGrammarDeadEnd;
     return ev;
   }
   s.sampler.accept(d.id);
+  s.history.push_back(d.id);
   ++s.generated;
   s.timings.generated_tokens = s.generated;
   if (s.generated == 1) {
@@ -301,13 +351,16 @@ std::vector<SequenceEvent> Engine::step() {
     m.slot_used[(size_t)c.slot] = true;
     s.slot = c.slot;
     s.fed = c.reuse;
+    s.draft_valid = 0;  // the draft model's rows of this slot hold someone else's tokens
     s.timings.cached_prompt_tokens = c.reuse;
     s.started = Clock::now();
     m.active.push_back(std::move(m.queue.front()));
     m.queue.pop_front();
   }
   if (m.active.empty()) return events;
-  // One chunk per active sequence: the next prefill piece, or the token sampled last step.
+  m.make_drafts();
+  // One chunk per active sequence: the next prefill piece, or the token sampled last step (and
+  // the draft to verify after it, with logits at every position).
   std::vector<SequenceChunk> chunks;
   chunks.reserve(m.active.size());
   for (const auto& s : m.active) {
@@ -322,10 +375,15 @@ std::vector<SequenceEvent> Engine::step() {
       if (left - piece == 1 && piece > 1) --piece;
       c.tokens = std::span<const int32_t>(s->prompt.data() + s->fed, (size_t)piece);
     } else {
-      c.tokens = std::span<const int32_t>(s->next);
+      s->feed = s->next;
+      s->feed.insert(s->feed.end(), s->draft.begin(), s->draft.end());
+      c.tokens = std::span<const int32_t>(s->feed);
+      c.all_logits = !s->draft.empty();
     }
     chunks.push_back(c);
   }
+  int64_t rows_wanted = 0;
+  for (const SequenceChunk& c : chunks) rows_wanted += c.all_logits ? (int64_t)c.tokens.size() : 1;
   Tensor logits;
   try {
     logits = m.lm->forward(chunks, *m.cache);
@@ -334,33 +392,97 @@ std::vector<SequenceEvent> Engine::step() {
     throw;
   }
   if (!logits.defined() || logits.dtype() != DType::kFloat32 || logits.ndim() != 2 ||
-      logits.size(0) != (int64_t)chunks.size() || logits.size(1) != m.vocab)
+      logits.size(0) != rows_wanted || logits.size(1) != m.vocab)
     throw Error(ErrorCode::kInternal, "engine: the model's forward returned " +
                                           (logits.defined() ? logits.str() : std::string("nothing")) + " for " +
-                                          std::to_string(chunks.size()) + " chunks; expected float32 [chunks, vocab " +
-                                          std::to_string(m.vocab) + "]");
+                                          std::to_string(chunks.size()) + " chunks; expected float32 [" +
+                                          std::to_string(rows_wanted) + " rows, vocab " + std::to_string(m.vocab) + "]");
   const Tensor rows = logits.contiguous();
   const float* base = rows.data<float>();
+  size_t next_row = 0;
   for (size_t i = 0; i < m.active.size(); ++i) {
     Sequence& s = *m.active[i];
-    s.fed += (int64_t)chunks[i].tokens.size();
-    m.prefix->wrote(s.slot, chunks[i].tokens);  // before take(): the chunk may view s.next
-    if (s.fed < (int64_t)s.prompt.size()) continue;  // a prefill piece that is not the last
-    SequenceEvent ev;
-    try {
-      ev = m.take(s, std::span<const float>(base + i * (size_t)m.vocab, (size_t)m.vocab));
-    } catch (const Error& e) {  // this sequence's logits or text went wrong: it ends, the others go on
-      ev = SequenceEvent{};
-      ev.sequence = s.id;
-      ev.finished = FinishReason::kError;
-      ev.error = e.what();
+    const size_t first_row = next_row;
+    next_row += chunks[i].all_logits ? chunks[i].tokens.size() : 1;
+    auto row = [&](size_t r) { return std::span<const float>(base + r * (size_t)m.vocab, (size_t)m.vocab); };
+    auto take_safely = [&](size_t r, const Impl::Proposal* p) {
+      try {
+        return m.take(s, row(r), p);
+      } catch (const Error& e) {  // this sequence's logits or text went wrong: it ends, the others go on
+        SequenceEvent ev;
+        ev.sequence = s.id;
+        ev.finished = FinishReason::kError;
+        ev.error = e.what();
+        return ev;
+      }
+    };
+    if (!chunks[i].all_logits) {
+      s.fed += (int64_t)chunks[i].tokens.size();
+      m.prefix->wrote(s.slot, chunks[i].tokens);
+      if (s.fed < (int64_t)s.prompt.size()) continue;  // a prefill piece that is not the last
+      SequenceEvent ev = take_safely(first_row, nullptr);
+      const bool done = ev.finished != FinishReason::kNone;
+      events.push_back(std::move(ev));
+      if (done) m.retire(m.active[i]);
+      continue;
     }
-    const bool done = ev.finished != FinishReason::kNone;
-    events.push_back(std::move(ev));
+    // NOTE [Speculative decoding]: row j holds the logits after the chunk's first j + 1 tokens:
+    // the draft's token j is verified there, and the first token that differs (or the token
+    // after a fully accepted draft) is the step's last. The rows written for rejected draft
+    // tokens are simply written over by the next step, which starts after the accepted ones.
+    const int64_t before = s.fed;
+    const size_t drafted = s.draft.size();
+    size_t accepted = 0;
+    bool done = false;
+    for (size_t j = 0; j <= drafted; ++j) {
+      s.fed = before + 1 + (int64_t)j;
+      Impl::Proposal p{0, {}};
+      if (j < drafted) p = {s.draft[j], s.draft_q.empty() ? std::span<const double>() : std::span<const double>(s.draft_q[j])};
+      SequenceEvent ev = take_safely(first_row + j, j < drafted ? &p : nullptr);
+      done = ev.finished != FinishReason::kNone;
+      const bool kept = j < drafted && ev.token && *ev.token == s.draft[j];
+      events.push_back(std::move(ev));
+      if (kept) ++accepted;
+      if (done || !kept) break;
+    }
+    m.prefix->wrote(s.slot, std::span<const int32_t>(s.feed).first(std::min(s.feed.size(), 1 + accepted)));
+    s.timings.drafted_tokens += (int64_t)drafted;
+    s.timings.accepted_tokens += (int64_t)accepted;
+    s.draft_valid = std::min(s.draft_valid, before + 1 + (int64_t)accepted);
     if (done) m.retire(m.active[i]);
   }
   std::erase_if(m.active, [](const std::unique_ptr<Sequence>& s) { return !s; });
   return events;
+}
+
+void Engine::Impl::make_drafts() {
+  std::vector<detail::DraftModel::Request> wanted;
+  for (const auto& sp : active) {
+    Sequence& s = *sp;
+    s.draft.clear();
+    s.draft_q.clear();
+    const SpeculativeOptions& o = s.options.speculative;
+    if (o.type == SpeculativeOptions::Type::kNone || s.fed < (int64_t)s.prompt.size()) continue;
+    // Room: the chunk (next + draft) must fit the context, and no more tokens are drafted than
+    // the sequence may still generate after this step's first.
+    const int64_t room = std::min({o.draft_max, context - s.fed - 1, s.options.max_tokens - s.generated - 1});
+    if (room < 1) continue;
+    if (o.type == SpeculativeOptions::Type::kNgram) {
+      s.draft = detail::ngram_draft(s.history, o.ngram_min, o.ngram_max, room);
+    } else {
+      detail::DraftModel::Request r;
+      r.slot = s.slot;
+      r.history = s.history;
+      r.max_tokens = room;
+      r.sampler = &*s.draft_sampler;
+      r.greedy = s.options.sampling.temperature == 0;
+      r.valid = &s.draft_valid;
+      r.tokens = &s.draft;
+      r.q = &s.draft_q;
+      wanted.push_back(r);
+    }
+  }
+  if (!wanted.empty()) draft->propose(wanted);
 }
 
 void Engine::cancel(uint64_t sequence) {

@@ -150,8 +150,8 @@ Sampler::Candidates Sampler::filter(const std::vector<double>& l) const {
   return c;
 }
 
-std::vector<double> Sampler::distribution(std::span<const float> logits) const {
-  const std::vector<double> l = penalised(logits);
+std::vector<double> Sampler::distribution(std::span<const float> logits, const std::vector<uint64_t>* allowed) const {
+  const std::vector<double> l = masked(logits, allowed);
   std::vector<double> out(l.size(), 0.0);
   if (o_.temperature == 0) {
     out[(size_t)argmax(l)] = 1.0;
@@ -162,9 +162,7 @@ std::vector<double> Sampler::distribution(std::span<const float> logits) const {
   return out;
 }
 
-double Sampler::uniform() { return (double)(rng_() >> 11) * 0x1.0p-53; }
-
-Draw Sampler::sample(std::span<const float> logits, const std::vector<uint64_t>* allowed) {
+std::vector<double> Sampler::masked(std::span<const float> logits, const std::vector<uint64_t>* allowed) const {
   std::vector<double> l = penalised(logits);
   if (allowed) {
     if (allowed->size() * 64 < l.size())
@@ -172,6 +170,33 @@ Draw Sampler::sample(std::span<const float> logits, const std::vector<uint64_t>*
     for (size_t i = 0; i < l.size(); ++i)
       if (!(((*allowed)[i >> 6] >> (i & 63)) & 1)) l[i] = -std::numeric_limits<double>::infinity();
   }
+  return l;
+}
+
+int32_t Sampler::draw(std::span<const double> probs) {
+  double total = 0;
+  int32_t last = -1;
+  for (size_t i = 0; i < probs.size(); ++i)
+    if (probs[i] > 0) {
+      total += probs[i];
+      last = (int32_t)i;
+    }
+  if (last < 0) throw Error(ErrorCode::kValue, "sampler: a distribution with no mass (nothing can be drawn)");
+  // Scaled by the total, so rounding in the weights never runs the cumulative sum short.
+  const double r = uniform() * total;
+  double cum = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (!(probs[i] > 0)) continue;
+    cum += probs[i];
+    if (r < cum) return (int32_t)i;
+  }
+  return last;
+}
+
+double Sampler::uniform() { return (double)(rng_() >> 11) * 0x1.0p-53; }
+
+Draw Sampler::sample(std::span<const float> logits, const std::vector<uint64_t>* allowed) {
+  const std::vector<double> l = masked(logits, allowed);
   Draw d;
   if (o_.temperature == 0) {
     d.id = argmax(l);
@@ -188,24 +213,51 @@ Draw Sampler::sample(std::span<const float> logits, const std::vector<uint64_t>*
       }
     }
   }
-  if (o_.logprobs || o_.top_logprobs > 0) {
-    // The model's own distribution (raw logits), as OpenAI's logprobs report it.
-    double m = -std::numeric_limits<double>::infinity();
-    for (float x : logits) m = std::max(m, (double)x);
-    double sum = 0;
-    for (float x : logits) sum += std::exp((double)x - m);
-    const double lse = m + std::log(sum);
-    d.logprob = (float)((double)logits[(size_t)d.id] - lse);
-    if (o_.top_logprobs > 0) {
-      std::vector<double> raw(logits.begin(), logits.end());
-      std::vector<int32_t> ids(raw.size());
-      std::iota(ids.begin(), ids.end(), 0);
-      const size_t n = std::min<size_t>((size_t)o_.top_logprobs, ids.size());
-      std::partial_sort(ids.begin(), ids.begin() + (ptrdiff_t)n, ids.end(), ByLogit{&raw});
-      for (size_t i = 0; i < n; ++i) d.top.push_back({ids[i], (float)(raw[(size_t)ids[i]] - lse)});
-    }
-  }
+  report_logprobs(logits, d);
   return d;
+}
+
+Draw Sampler::verify(std::span<const float> logits, const std::vector<uint64_t>* allowed, int32_t draft,
+                     std::span<const double> q) {
+  if (o_.temperature == 0) return sample(logits, allowed);
+  if (draft < 0 || draft >= vocab_ || (!q.empty() && (int64_t)q.size() != vocab_))
+    throw Error(ErrorCode::kInternal, "sampler: a draft token or draft distribution that does not fit the vocabulary");
+  const std::vector<double> p = distribution(logits, allowed);
+  const double px = p[(size_t)draft], qx = q.empty() ? 1.0 : q[(size_t)draft];
+  Draw d;
+  // Accept with probability min(1, p/q): u < p/q, written without the division (q may be 0 when
+  // the draft came from elsewhere; then it is always rejected unless p covers it).
+  if (qx > 0 && uniform() * qx < px) {
+    d.id = draft;
+  } else {
+    std::vector<double> residual(p.size());
+    for (size_t i = 0; i < p.size(); ++i) residual[i] = std::max(0.0, p[i] - (q.empty() ? (i == (size_t)draft ? 1.0 : 0.0) : q[i]));
+    // No residual mass means p <= q everywhere, so p == q and the draft is always accepted; only
+    // rounding gets here, and p itself is then the right distribution.
+    const bool any = std::any_of(residual.begin(), residual.end(), [](double v) { return v > 0; });
+    d.id = draw(any ? residual : p);
+  }
+  report_logprobs(logits, d);
+  return d;
+}
+
+void Sampler::report_logprobs(std::span<const float> logits, Draw& d) const {
+  if (!o_.logprobs && o_.top_logprobs == 0) return;
+  // The model's own distribution (raw logits), as OpenAI's logprobs report it.
+  double m = -std::numeric_limits<double>::infinity();
+  for (float x : logits) m = std::max(m, (double)x);
+  double sum = 0;
+  for (float x : logits) sum += std::exp((double)x - m);
+  const double lse = m + std::log(sum);
+  d.logprob = (float)((double)logits[(size_t)d.id] - lse);
+  if (o_.top_logprobs > 0) {
+    std::vector<double> raw(logits.begin(), logits.end());
+    std::vector<int32_t> ids(raw.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    const size_t n = std::min<size_t>((size_t)o_.top_logprobs, ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + (ptrdiff_t)n, ids.end(), ByLogit{&raw});
+    for (size_t i = 0; i < n; ++i) d.top.push_back({ids[i], (float)(raw[(size_t)ids[i]] - lse)});
+  }
 }
 
 }  // namespace spore::nlp::detail

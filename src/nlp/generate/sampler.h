@@ -38,9 +38,22 @@ class Sampler {
   // given, is a bit per id (a grammar's mask): the other ids are dropped before the filters.
   Draw sample(std::span<const float> logits, const std::vector<uint64_t>* allowed = nullptr);
 
-  // The probability of every id after penalties, filters and temperature (one-hot on the argmax
-  // for temperature 0): what sample() draws from. For tests and diagnostics.
-  std::vector<double> distribution(std::span<const float> logits) const;
+  // Speculative decoding's verification of a drafted token (NOTE [Speculative decoding]): `q` is
+  // the distribution the draft was drawn from (empty: a point mass on `draft`, as prompt lookup
+  // proposes). At temperature 0 this is sample(): the caller compares the argmax with the draft.
+  // Otherwise the standard rule: keep `draft` with probability min(1, p(draft) / q(draft)), else
+  // draw from max(0, p - q) normalised, so the token returned is distributed as p, whatever q.
+  // A returned id equal to `draft` means the draft was accepted.
+  Draw verify(std::span<const float> logits, const std::vector<uint64_t>* allowed, int32_t draft,
+              std::span<const double> q = {});
+
+  // The probability of every id after penalties, the mask, filters and temperature (one-hot on the
+  // argmax for temperature 0): what sample() draws from.
+  std::vector<double> distribution(std::span<const float> logits, const std::vector<uint64_t>* allowed = nullptr) const;
+
+  // A draw from an explicit distribution (weights summing to about 1) with this sampler's
+  // generator: a draft model's proposal from its own distribution.
+  int32_t draw(std::span<const double> probs);
 
   // The penalised logits (repetition, presence, frequency over the window), as float64.
   std::vector<double> penalised(std::span<const float> logits) const;
@@ -51,6 +64,8 @@ class Sampler {
     std::vector<double> probs;  // normalised
   };
   Candidates filter(const std::vector<double>& logits) const;
+  std::vector<double> masked(std::span<const float> logits, const std::vector<uint64_t>* allowed) const;
+  void report_logprobs(std::span<const float> logits, Draw& d) const;
   double uniform();  // [0, 1) from 53 bits of the generator
 
   SamplingOptions o_;
