@@ -24,7 +24,9 @@ struct NormPrepend { std::string text; };
 struct NormReplace { Regex pattern; std::string content; };
 struct NormLowercase {};
 struct NormStrip { bool left, right; };
-using NormStep = std::variant<NormUnicode, NormPrepend, NormReplace, NormLowercase, NormStrip>;
+// A space on each side of every match (BertNormalizer's handle_chinese_chars).
+struct NormPad { Regex pattern; };
+using NormStep = std::variant<NormUnicode, NormPrepend, NormReplace, NormLowercase, NormStrip, NormPad>;
 // Applies the steps in order to `text` in place.
 void normalize(const std::vector<NormStep>& steps, std::string& text);
 
@@ -49,8 +51,11 @@ struct DecFuse {};
 struct DecStrip { std::string content; size_t start, stop; };
 struct DecReplace { std::string pattern, content; };
 struct DecMetaspace { std::string replacement; bool strip_first_space; };
+// BERT's: continuation pieces lose `prefix`, other pieces after the first get a space before
+// them; `cleanup` undoes the spaces BERT's tokenization put before punctuation and contractions.
+struct DecWordPiece { std::string prefix; bool cleanup; };
 using DecStep = std::variant<DecByteLevel, DecByteFallback, DecFuse, DecStrip, DecReplace,
-                             DecMetaspace>;
+                             DecMetaspace, DecWordPiece>;
 // Hugging Face's decode_chain over the tokens, then the join.
 std::string decode_tokens(const std::vector<DecStep>& steps, bool has_decoder,
                           std::vector<std::string> tokens);
@@ -99,7 +104,7 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> special;     // by id
   detail::StringIdMap token_ids;
   detail::BpeModel model;
-  std::optional<detail::WordPieceModel> wordpiece;  // BERT GGUFs: used instead of `model`
+  std::optional<detail::WordPieceModel> wordpiece;  // BERT (GGUF or tokenizer.json): used instead of `model`
   std::vector<detail::NormStep> normalizers;
   std::vector<detail::PreStep> pre_tokenizers;
   bool has_decoder = false;

@@ -1,0 +1,132 @@
+// Embeddings of the encoder fixtures (tools/make_embedding_fixtures.py, NOTE [Embeddings])
+// against transformers: BERT and nomic-bert from their Hugging Face directories and from the GGUF
+// llama.cpp's own converter wrote, pooled (mean as sentence-transformers computes it, CLS) and
+// L2-normalised, within 1e-4; the token ids of transformers' WordPiece tokenizer; a cross-encoder's
+// scores; and the errors of bad inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "spore/error.h"
+#include "spore/nlp/embed.h"
+
+namespace spore::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path fixture(const std::string& name) { return fs::path(SPORE_SOURCE_DIR) / "tests" / "fixtures" / "embed" / name; }
+
+json reference(const std::string& name) {
+  std::ifstream in(fixture(name) / "reference.json");
+  return json::parse(in);
+}
+
+double max_diff(const std::vector<float>& a, const json& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i].get<double>()));
+  return d;
+}
+
+struct Case {
+  std::string dir, model;  // fixture folder, and the path under it to load ("" = the HF directory)
+};
+
+class EmbedFixture : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EmbedFixture, TokensAndPooledVectorsMatchTransformers) {
+  const Case& c = GetParam();
+  const json ref = reference(c.dir);
+  const fs::path path = c.model.empty() ? fixture(c.dir) : fixture(c.dir) / c.model;
+  for (const char* pooling : {"mean", "cls"}) {
+    nlp::EmbeddingLoadOptions o;
+    o.pooling = nlp::parse_pooling(pooling);
+    const auto m = nlp::load_embedding_model(path, o);
+    EXPECT_TRUE(m.is_encoder());
+    EXPECT_EQ(m.dimensions(), 32);
+    std::vector<std::vector<int32_t>> ids;
+    for (const auto& t : ref["texts"]) {
+      ids.push_back(m.tokenize(t["text"].get<std::string>()));
+      EXPECT_EQ(ids.back(), t["ids"].get<std::vector<int32_t>>()) << path << ": " << t["text"];
+    }
+    const auto vectors = m.embed(ids);
+    ASSERT_EQ(vectors.size(), ref["texts"].size());
+    for (size_t i = 0; i < vectors.size(); ++i)
+      EXPECT_LT(max_diff(vectors[i], ref["texts"][i][pooling]), 1e-4) << path << " " << pooling << " text " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, EmbedFixture,
+                         ::testing::Values(Case{"bert", ""}, Case{"bert", "model.gguf"}, Case{"nomic_bert", ""},
+                                           Case{"nomic_bert", "model.gguf"}),
+                         [](const auto& info) {
+                           return info.param.dir + (info.param.model.empty() ? "_hf" : "_gguf");
+                         });
+
+// The pooling the artifact names: sentence-transformers' 1_Pooling (mean) and GGUF pooling_type 1.
+TEST(Embed, PoolingComesFromTheArtifact) {
+  EXPECT_EQ(nlp::load_embedding_model(fixture("bert")).pooling(), nlp::Pooling::kMean);
+  EXPECT_EQ(nlp::load_embedding_model(fixture("bert") / "model.gguf").pooling(), nlp::Pooling::kMean);
+  EXPECT_EQ(nlp::load_embedding_model(fixture("bert_rerank")).pooling(), nlp::Pooling::kRank);
+  EXPECT_TRUE(nlp::is_encoder_model(fixture("nomic_bert")));
+  EXPECT_TRUE(nlp::is_encoder_model(fixture("nomic_bert") / "model.gguf"));
+  EXPECT_FALSE(nlp::is_encoder_model(fixture("missing")));
+}
+
+// Several inputs in one call run through the projections together; each attends only to
+// itself, so a batch gives the vectors each input gives alone.
+TEST(Embed, BatchEqualsOneByOne) {
+  const auto m = nlp::load_embedding_model(fixture("nomic_bert"));
+  const json ref = reference("nomic_bert");
+  std::vector<std::vector<int32_t>> ids;
+  for (const auto& t : ref["texts"]) ids.push_back(m.tokenize(t["text"].get<std::string>()));
+  const auto all = m.embed(ids);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto one = m.embed({ids[i]});
+    for (size_t k = 0; k < one[0].size(); ++k) EXPECT_NEAR(one[0][k], all[i][k], 1e-6);
+  }
+}
+
+TEST(Embed, CrossEncoderScoresMatchTransformers) {
+  const auto m = nlp::load_embedding_model(fixture("bert_rerank"));
+  ASSERT_TRUE(m.can_rerank());
+  const json ref = reference("bert_rerank");
+  std::vector<std::string> docs;
+  for (const auto& d : ref["documents"]) docs.push_back(d["text"]);
+  int64_t tokens = 0;
+  const auto scores = m.rerank(ref["query"].get<std::string>(), docs, &tokens);
+  ASSERT_EQ(scores.size(), docs.size());
+  int64_t expected_tokens = 0;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    EXPECT_NEAR(scores[i], ref["documents"][i]["score"].get<double>(), 1e-4) << docs[i];
+    expected_tokens += static_cast<int64_t>(ref["documents"][i]["ids"].size());
+  }
+  EXPECT_EQ(tokens, expected_tokens);
+  // An embedding model is no cross-encoder.
+  EXPECT_THROW(nlp::load_embedding_model(fixture("bert")).rerank("q", {"d"}), Error);
+}
+
+TEST(Embed, BadInputsAreValueErrors) {
+  const auto m = nlp::load_embedding_model(fixture("bert"));
+  auto code = [&](const std::vector<std::vector<int32_t>>& in) {
+    try {
+      m.embed(in);
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kInternal;
+  };
+  EXPECT_EQ(code({{}}), ErrorCode::kValue);
+  EXPECT_EQ(code({{2, 1000000, 3}}), ErrorCode::kValue);
+  EXPECT_EQ(code({{2, -1, 3}}), ErrorCode::kValue);
+  EXPECT_EQ(code({std::vector<int32_t>(static_cast<size_t>(m.context()) + 1, 5)}), ErrorCode::kValue);
+  EXPECT_NO_THROW(m.embed({std::vector<int32_t>(static_cast<size_t>(m.context()), 5)}));
+  EXPECT_THROW(nlp::parse_pooling("max"), Error);
+}
+
+}  // namespace
+}  // namespace spore::test
