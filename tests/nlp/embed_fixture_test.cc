@@ -9,8 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model_test_util.h"
 #include "spore/error.h"
 #include "spore/nlp/embed.h"
+#include "spore/ops.h"
 
 namespace spore::test {
 namespace {
@@ -57,6 +59,22 @@ TEST_P(EmbedFixture, TokensAndPooledVectorsMatchTransformers) {
     ASSERT_EQ(vectors.size(), ref["texts"].size());
     for (size_t i = 0; i < vectors.size(); ++i)
       EXPECT_LT(max_diff(vectors[i], ref["texts"][i][pooling]), 1e-4) << path << " " << pooling << " text " << i;
+  }
+}
+
+// The GGUFs through llama.cpp itself (llama-cpp-python 0.3.36's library, what llama-embedding
+// runs): the same ids, and its mean-pooled vectors. ggml's GELU is the tanh form where BERT's is
+// erf, so bert differs from llama.cpp by up to ~1e-4 and from transformers by far less;
+// nomic-bert (SwiGLU) agrees to 1e-6.
+TEST(Embed, GgufMatchesLlamaCpp) {
+  for (const auto& [dir, tol] : std::vector<std::pair<std::string, double>>{{"bert", 2e-4}, {"nomic_bert", 1e-6}}) {
+    const json ref = reference(dir);
+    const auto m = nlp::load_embedding_model(fixture(dir) / "model.gguf");
+    for (const auto& t : ref["texts"]) {
+      const auto ids = m.tokenize(t["text"].get<std::string>());
+      EXPECT_EQ(ids, t["llama_cpp_ids"].get<std::vector<int32_t>>()) << dir << ": " << t["text"];
+      EXPECT_LT(max_diff(m.embed({ids})[0], t["llama_cpp"]), tol) << dir << ": " << t["text"];
+    }
   }
 }
 
@@ -126,6 +144,20 @@ TEST(Embed, BadInputsAreValueErrors) {
   EXPECT_EQ(code({std::vector<int32_t>(static_cast<size_t>(m.context()) + 1, 5)}), ErrorCode::kValue);
   EXPECT_NO_THROW(m.embed({std::vector<int32_t>(static_cast<size_t>(m.context()), 5)}));
   EXPECT_THROW(nlp::parse_pooling("max"), Error);
+}
+
+// A decoder's token vectors (what its embeddings pool) are the final norm's output: times the
+// tied embedding table they give transformers' logits (qwen2's fixture, every position).
+TEST(Embed, DecoderHiddenStatesAreTheHeadsInput) {
+  const llm::Reference ref = llm::load_reference("qwen2");
+  const auto m = nlp::load_model(llm::fixture_model("qwen2", false));
+  const SafeTensors w = load_safetensors(llm::fixture_model("qwen2", false) / "model.safetensors");
+  const Tensor& table = w.at("model.embed_tokens.weight");
+  auto cache = m.lm->make_cache(1, static_cast<int64_t>(ref.prompts[0].size()), DType::kFloat32);
+  nlp::SequenceChunk c{0, 0, ref.prompts[0], /*all_logits=*/true};
+  const Tensor h = m.lm->forward_hidden({&c, 1}, *cache);
+  ASSERT_EQ(h.shape(), Shape({static_cast<int64_t>(ref.prompts[0].size()), m.lm->config().hidden_size}));
+  EXPECT_LT(llm::logits_diff(matmul(h, transpose(table, 0, 1)), ref.logits.at("logits_0")), 1e-4);
 }
 
 }  // namespace
