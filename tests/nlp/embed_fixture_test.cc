@@ -146,6 +146,20 @@ TEST(Embed, BadInputsAreValueErrors) {
   EXPECT_THROW(nlp::parse_pooling("max"), Error);
 }
 
+// tokenizer.json's WordPiece pieces as transformers 5.25 gives them for the fixture's vocabulary
+// (its outputs written here): a word over max_input_chars_per_word (100) is one [UNK]; decoding
+// drops "##" and the WordPiece decoder's per-token cleanup leaves " '" alone.
+TEST(Embed, WordPieceTokenizerJsonMatchesTransformers) {
+  const auto tok = nlp::Tokenizer::from_file(fixture("bert") / "tokenizer.json");
+  EXPECT_EQ(tok.encode(std::string(101, 'a'), true), (std::vector<int32_t>{2, 1, 3}));
+  EXPECT_EQ(tok.encode(std::string(100, 'a'), true).size(), 102u);
+  EXPECT_EQ(tok.encode("Caf\u00e9, d\u00e9j\u00e0!", true), (std::vector<int32_t>{2, 110, 78, 111, 79, 3}));
+  const auto ids = tok.encode("unaffable running runner's: 42 + 7 = 49", true);
+  EXPECT_EQ(ids.size(), 19u);
+  EXPECT_EQ(tok.decode(ids, /*skip_special_tokens=*/true), "unaffable running runner ' s : 42 + 7 = 49");
+  EXPECT_EQ(tok.decode(tok.encode("Caf\u00e9, d\u00e9j\u00e0!", true), true), "cafe, deja!");
+}
+
 // A decoder's token vectors (what its embeddings pool) are the final norm's output: times the
 // tied embedding table they give transformers' logits (qwen2's fixture, every position).
 TEST(Embed, DecoderHiddenStatesAreTheHeadsInput) {
