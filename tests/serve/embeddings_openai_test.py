@@ -12,13 +12,13 @@ The `openai` package comes from the peers' Python (scripts/install-py-peers.sh s
 interpreter lacks it, the script re-runs itself under $SPORE_PEERS_PYTHON or
 <source>/.venv-peers/bin/python; with neither it exits 77 (skipped).
 """
+import base64
 import json
 import math
 import os
-import socket
+import struct
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -28,24 +28,21 @@ try:
     import openai
 except ImportError:
     for py in (os.environ.get("SPORE_PEERS_PYTHON", ""), os.path.join(HERE, "..", "..", ".venv-peers", "bin", "python")):
-        if py and os.path.exists(py) and os.path.realpath(py) != os.path.realpath(sys.executable):
+        if py and os.path.exists(py) and os.path.abspath(py) != os.path.abspath(sys.executable):
             os.execv(py, [py] + sys.argv)
     print("skipped: the openai package is not installed (scripts/install-py-peers.sh serve)")
     sys.exit(77)
 
-failures = []
+# The openai-client check's helpers (one place for them): check() and its failures, free_port,
+# wait_healthy.
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+import openai_client_check as occ  # noqa: E402
+
+failures, free_port = occ.failures, occ.free_port
 
 
 def check(name, ok, detail=""):
-    print(("PASS " if ok else "FAIL ") + name + (": " + str(detail) if detail else ""))
-    if not ok:
-        failures.append(name)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    occ.check(name, ok, str(detail) if detail != "" else "")
 
 
 def start(spore, model):
@@ -53,18 +50,10 @@ def start(spore, model):
     proc = subprocess.Popen([spore, "serve", "--model", model, "--port", str(port), "--host", "127.0.0.1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, base
-        except Exception:
-            if proc.poll() is not None:
-                raise SystemExit("spore serve exited: " + proc.stderr.read().decode(errors="replace"))
-            time.sleep(0.1)
+    if occ.wait_healthy(base, 60):
+        return proc, base
     proc.kill()
-    raise SystemExit("spore serve did not become healthy")
+    raise SystemExit("spore serve did not become healthy: " + proc.stderr.read().decode(errors="replace"))
 
 
 def post(base, path, body):
@@ -97,10 +86,17 @@ def embedding_checks(spore, fixtures):
         ids = client.embeddings.create(model=model, input=ref["texts"][2]["ids"])
         check("token ids", close(ids.data[0].embedding, ref["texts"][2]["mean"]))
         b64 = client.embeddings.create(model=model, input=texts[:2], encoding_format="base64")
-        check("base64 (the client decodes it)", all(close(d.embedding, t["mean"], 1e-6) for d, t in zip(b64.data, r.data)))
+        # Asked for explicitly, the client hands the string over as it came (it decodes only the
+        # base64 it asked for on its own, as it does for every call above).
+        decoded = [struct.unpack(f"<{len(base64.b64decode(d.embedding)) // 4}f", base64.b64decode(d.embedding))
+                   if isinstance(d.embedding, str) else d.embedding for d in b64.data]
+        check("base64: little-endian float32", all(close(v, t.embedding, 0) for v, t in zip(decoded, r.data)))
         # The openai client asks for base64 by default and decodes it; a raw request shows the string.
         status, raw = post(base, "/v1/embeddings", {"input": "Hello world!", "encoding_format": "base64"})
         check("base64 is a string on the wire", status == 200 and isinstance(raw["data"][0]["embedding"], str))
+        status, raw = post(base, "/v1/embeddings", {"input": texts[0]})
+        check("float is the default on the wire", status == 200 and close(raw["data"][0]["embedding"], ref["texts"][0]["mean"])
+              and raw["object"] == "list" and raw["data"][0]["object"] == "embedding" and raw["data"][0]["index"] == 0)
         d8 = client.embeddings.create(model=model, input=texts[0], dimensions=8)
         head = ref["texts"][0]["mean"][:8]
         norm = math.sqrt(sum(x * x for x in head))
