@@ -221,7 +221,7 @@ EmbeddingModel load_embedding_model(const fs::path& path, const EmbeddingLoadOpt
     LoadOptions lo;
     lo.allow_unverified = options.allow_unverified;
     lo.require_tokenizer = true;
-    lo.numerics = LoadOptions::Numerics::kReference;
+    // auto: a GGUF decoder rounds as llama.cpp does (NOTE [LLM numerics]), as in generation.
     m->decoder = load_model(path, lo);
     const ModelConfig& c = m->decoder.lm->config();
     m->format = m->decoder.format;
