@@ -38,6 +38,8 @@ struct Case {
   std::string dir, model;  // fixture folder, and the path under it to load ("" = the HF directory)
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.dir << "/" << c.model; }
+
 class EmbedFixture : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EmbedFixture, TokensAndPooledVectorsMatchTransformers) {
