@@ -97,6 +97,19 @@ TEST(Embed, PoolingComesFromTheArtifact) {
   EXPECT_FALSE(nlp::is_encoder_model(fixture("missing")));
 }
 
+// Asked to generate, an encoder says what to use instead.
+TEST(Embed, GeneratingWithAnEncoderNamesSporeEmbed) {
+  for (const fs::path& p : {fixture("bert"), fixture("nomic_bert") / "model.gguf"}) {
+    try {
+      nlp::load_model(p);
+      ADD_FAILURE() << p << " loaded as a causal LM";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("spore embed"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Several inputs in one call run through the projections together; each attends only to
 // itself, so a batch gives the vectors each input gives alone.
 TEST(Embed, BatchEqualsOneByOne) {
