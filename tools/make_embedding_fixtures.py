@@ -4,7 +4,8 @@ Spore's embedding tests (tests/nlp/embed_fixture_test.cc, tests/serve/embeddings
 
 Rerun:  /work/main/.venv-peers/bin/python tools/make_embedding_fixtures.py \
             --llama-cpp /work/main/build/peers/llama_cpp_python-0.3.36/vendor/llama.cpp
-        (scripts/install-py-peers.sh nlp torch llm: transformers, torch, safetensors, gguf)
+        (scripts/install-py-peers.sh nlp torch llm: transformers, torch, safetensors, gguf,
+        llama-cpp-python)
 
 One small WordPiece vocabulary (vocab.txt, written here) serves every model; transformers'
 BertTokenizer turns it into tokenizer.json. Models (hidden 32, 2 layers, 4 heads, float32, all
@@ -20,7 +21,9 @@ convert_hf_to_gguf.py (--outtype f32; not for bert_rerank: llama.cpp's BertModel
 the pooler that BertForSequenceClassification runs, so its GGUF is a different model), and
 reference.json: per text the ids transformers' tokenizer gives (with special tokens) and the
 pooled, L2-normalised vectors (mean over the tokens as sentence-transformers computes it, with
-torch here, and the CLS token's), or for the reranker the query/document pairs' logits.
+torch here, and the CLS token's), or for the reranker the query/document pairs' logits; beside
+a GGUF, llama.cpp's own ids and mean-pooled vectors for it (llama_cpp_ids, llama_cpp: the
+llama-cpp-python 0.3.36 library, the code llama-embedding runs).
 llama.cpp names a tokenizer's pre-tokenizer by hashing its output on a probe text, which only
 works for published tokenizers, so this script tells the converter the name for this one.
 """
