@@ -32,3 +32,11 @@ uint64_t KvCache::nbytes() const {
 }
 
 }  // namespace spore::nlp
+
+namespace spore::nlp {
+
+Tensor CausalLM::forward_hidden(std::span<const SequenceChunk>, KvCache&) {
+  throw Error(ErrorCode::kUnsupported, config().family + ": this model does not give its hidden states");
+}
+
+}  // namespace spore::nlp

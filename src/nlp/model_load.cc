@@ -10,6 +10,7 @@
 #include "nlp/models/family.h"
 #include "spore/error.h"
 #include "spore/gguf.h"
+#include "spore/nlp/embed.h"
 #include "spore/nlp/model.h"
 
 #ifndef SPORE_SOURCE_DIR
@@ -90,6 +91,9 @@ LoadedModel load_model(const fs::path& path, const LoadOptions& options) {
   if (!fs::exists(path, ec))
     throw Error(ErrorCode::kIO, path.string() + ": no such model file or directory (name a Hugging Face model "
                                                 "directory or a .gguf file; `bash scripts/fetch-model.sh` fetches the default)");
+  if (is_encoder_model(path))  // NOTE [Embeddings]
+    throw Error(ErrorCode::kUnsupported, path.string() + " is an encoder (embedding) model, which does not generate text; "
+                                                         "use `spore embed`, or `spore serve` for /v1/embeddings");
   LoadedModel m;
   m.path = path;
   fs::path gguf_path;

@@ -157,6 +157,7 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 void Server::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
+  require_generator();
   RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
   limits.speculative = speculative;
   limits.draft_model = draft_model != nullptr;

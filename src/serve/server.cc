@@ -31,7 +31,7 @@ namespace {
 // Routes named in the metrics; anything else counts as "other" (bounded label values).
 std::string route_label(const std::string& path) {
   for (const char* r : {"/health", "/v1/models", "/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize",
-                        "/apply-template", "/metrics", "/"})
+                        "/apply-template", "/metrics", "/", "/v1/embeddings", "/v1/rerank"})
     if (path == r) return r;
   return "other";
 }
@@ -96,6 +96,15 @@ void Server::Impl::require_ready() const {
   throw ApiError(503, why, "server_error", "", load_error.empty() ? "loading" : "load_failed");
 }
 
+void Server::Impl::require_generator() const {
+  if (!model)
+    throw ApiError(400, model_id + " is an embedding model (" + embedder->family() + "); it serves POST /v1/embeddings" +
+                            (embedder->can_rerank() ? " and POST /v1/rerank" : "") + ", not text generation",
+                   "invalid_request_error", "model", "model_not_generative");
+}
+
+const nlp::Tokenizer& Server::Impl::tokenizer() const { return model ? *model->tokenizer : embedder->tokenizer(); }
+
 std::string Server::Impl::render_chat(const json& messages, const json& tools) const {
   if (!model->chat_template)
     throw ApiError(400, model->path.filename().string() + " carries no chat template; use /v1/completions",
@@ -112,6 +121,18 @@ void Server::Impl::load() {
     lo.allow_unverified = options.allow_unverified;
     lo.require_tokenizer = true;
     const std::filesystem::path path = options.model.empty() ? nlp::default_model_path() : std::filesystem::path(options.model);
+    if (nlp::is_encoder_model(path)) {  // NOTE [Embeddings]: no engine, no worker
+      nlp::EmbeddingLoadOptions eo;
+      eo.allow_unverified = options.allow_unverified;
+      auto e = std::make_unique<nlp::EmbeddingModel>(nlp::load_embedding_model(path, eo));
+      std::fprintf(stderr, "spore serve: embedding model %s (%s, %s pooling, %lld dimensions) loaded\n",
+                   path.filename().string().c_str(), e->family().c_str(), nlp::pooling_name(e->pooling()).c_str(),
+                   (long long)e->dimensions());
+      embedder = std::move(e);
+      model_id = std::filesystem::is_directory(path) ? path.filename().string() : path.stem().string();
+      ready = true;
+      return;
+    }
     auto m = std::make_unique<nlp::LoadedModel>(nlp::load_model(path, lo));
     std::string id = path.filename().string();
     if (std::filesystem::is_directory(path)) {
@@ -207,6 +228,13 @@ void Server::Impl::routes() {
   http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
     require_ready();
     json m = {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "spore"}};
+    if (!model) {
+      m["meta"] = {{"n_ctx", embedder->context()}, {"n_vocab", embedder->tokenizer().vocab_size()},
+                   {"family", embedder->family()},  {"format", embedder->format()},
+                   {"n_embd", embedder->dimensions()}, {"pooling", nlp::pooling_name(embedder->pooling())}};
+      send_json(res, {{"object", "list"}, {"data", json::array({m})}});
+      return;
+    }
     m["meta"] = {{"n_ctx", worker->context()},
                  {"n_vocab", model->lm->config().vocab_size},
                  {"family", model->lm->config().family},
@@ -234,12 +262,12 @@ void Server::Impl::routes() {
       if (!a->is_boolean()) throw bad_field("with_pieces", "expected a boolean", "invalid_type");
       with_pieces = *a;
     }
-    const std::vector<int32_t> ids = model->tokenizer->encode(c->get<std::string>(), add_special);
+    const std::vector<int32_t> ids = tokenizer().encode(c->get<std::string>(), add_special);
     json tokens = json::array();
     for (int32_t id : ids) {
       if (with_pieces) {
         const int32_t one[1] = {id};
-        tokens.push_back({{"id", id}, {"piece", model->tokenizer->decode(one)}});
+        tokens.push_back({{"id", id}, {"piece", tokenizer().decode(one)}});
       } else {
         tokens.push_back(id);
       }
@@ -252,16 +280,17 @@ void Server::Impl::routes() {
     auto t = body.find("tokens");
     if (t == body.end() || !t->is_array()) throw bad_field("tokens", "missing or not a list of token ids", "invalid_type");
     std::vector<int32_t> ids;
-    const int32_t vocab = model->tokenizer->vocab_size();
+    const int32_t vocab = tokenizer().vocab_size();
     for (const json& x : *t) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab)
         throw bad_field("tokens", x.dump() + " is not a token id; ids are integers in [0, " + std::to_string(vocab) + ")");
       ids.push_back((int32_t)x.get<int64_t>());
     }
-    send_json(res, {{"content", model->tokenizer->decode(ids)}});
+    send_json(res, {{"content", tokenizer().decode(ids)}});
   }));
   http.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
+    require_generator();
     RequestLimits lim{model_id, options.max_messages, worker->context(), options.max_body_bytes};
     json body = parse_json_object(req.body, options.max_body_bytes);
     body.erase("model");
@@ -272,9 +301,10 @@ void Server::Impl::routes() {
   }));
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     Gauges g;
-    if (ready) g = worker->gauges();
+    if (ready && worker) g = worker->gauges();
     res.set_content(metrics.render(g), "text/plain; version=0.0.4");
   });
+  embedding_routes([](Handler fn) { return guarded(std::move(fn)); });  // NOTE [Embeddings]
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(chat_page_html(), "text/html; charset=utf-8");
   });

@@ -14,6 +14,7 @@
 #include "serve/http_server.h"
 #include "serve/metrics.h"
 #include "serve/worker.h"
+#include "spore/nlp/embed.h"
 #include "spore/nlp/model.h"
 #include "spore/serve.h"
 
@@ -30,8 +31,11 @@ struct Server::Impl {
   std::atomic<bool> ready{false};
   std::mutex load_mu;
   std::string load_error;  // when loading failed: /health says why
-  std::unique_ptr<nlp::LoadedModel> model;
+  std::unique_ptr<nlp::LoadedModel> model;  // null when an encoder (embedding) model is served
   std::unique_ptr<Worker> worker;
+  // The embedder (NOTE [Embeddings]): the encoder model itself, or a decoder's, made on first use.
+  std::unique_ptr<nlp::EmbeddingModel> embedder;
+  std::mutex embed_mu;  // one embedding pass at a time; guards `embedder`'s creation
   std::string model_id;
   std::vector<int32_t> chat_eos;
   nlp::SpeculativeOptions speculative;                 // requests' default (NOTE [Speculative decoding])
@@ -41,6 +45,12 @@ struct Server::Impl {
   void routes();
   void load();
   void require_ready() const;  // ApiError 503 while loading
+  void require_generator() const;  // ApiError 400 when the model is an encoder (embeddings only)
+  const nlp::Tokenizer& tokenizer() const;  // the served model's
+  // embeddings.cc: /v1/embeddings and /v1/rerank, each handler wrapped by `guard`.
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  void embedding_routes(const std::function<HttpServer::Handler(Handler)>& guard);
+  const nlp::EmbeddingModel& embedding_model();
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
   std::string render_chat(const nlohmann::json& messages, const nlohmann::json& tools) const;
 };

@@ -76,8 +76,14 @@ TEST(TokenizerErrors, MalformedFilesNameTheField) {
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
   expect_error([&] { load(j); }, ErrorCode::kFormat, "pre_tokenizer.pretokenizers[0].pattern.Regex");
   j = tiny_json();
-  j["normalizer"] = {{"type", "BertNormalizer"}};
-  expect_error([&] { load(j); }, ErrorCode::kUnsupported, "normalizer type 'BertNormalizer'");
+  j["normalizer"] = {{"type", "Nmt"}};  // Hugging Face's NMT control-character rules: not implemented
+  expect_error([&] { load(j); }, ErrorCode::kUnsupported, "normalizer type 'Nmt'");
+  j = tiny_json();
+  j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "not base64!"}};
+  expect_error([&] { load(j); }, ErrorCode::kFormat, "normalizer.precompiled_charsmap");
+  j = tiny_json();
+  j["normalizer"] = {{"type", "BertNormalizer"}, {"lowercase", "yes"}};
+  expect_error([&] { load(j); }, ErrorCode::kFormat, "normalizer.lowercase");
   j = tiny_json();
   j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "Strip"}, {"content", 5}}}}};
   expect_error([&] { load(j); }, ErrorCode::kFormat, "decoder.decoders[0].content");

@@ -31,6 +31,7 @@ void add_generate_commands(CLI::App& app, Handlers& h);
 void add_logits_command(CLI::App& app, Handlers& h);
 void add_perplexity_command(CLI::App& app, Handlers& h);  // NOTE [Perplexity]
 void add_bench_llm_command(CLI::App& app, Handlers& h);
+void add_embed_command(CLI::App& app, Handlers& h);  // NOTE [Embeddings]
 void add_serve_command(CLI::App& app, Handlers& h);
 void add_gate_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_launch_command(CLI::App& app, Handlers& h);  // spore launch (NOTE [Distributed training])

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   spore::cli::add_generate_commands(app, handlers);
   spore::cli::add_logits_command(app, handlers);
   spore::cli::add_perplexity_command(app, handlers);
+  spore::cli::add_embed_command(app, handlers);
   spore::cli::add_bench_llm_command(app, handlers);
   spore::cli::add_serve_command(app, handlers);
   spore::cli::add_gate_command(app, handlers, command);

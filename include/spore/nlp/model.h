@@ -132,6 +132,10 @@ class CausalLM {
   // all_logits, else the last token's. kValue naming the chunk when a position runs past the
   // cache's context, a token id is out of range or a slot does not exist.
   virtual Tensor forward(std::span<const SequenceChunk> chunks, KvCache& cache) = 0;
+  // The same pass, returning the final norm's output (float32 [rows, hidden]) instead of the
+  // logits: a decoder's token vectors, which embeddings pool (NOTE [Embeddings]). The base
+  // throws kUnsupported.
+  virtual Tensor forward_hidden(std::span<const SequenceChunk> chunks, KvCache& cache);
   // Weight bytes, mapped and resident.
   virtual MemoryReport weight_memory() const = 0;
 };

@@ -117,7 +117,11 @@ class DecoderLM final : public CausalLM {
 
   MemoryReport weight_memory() const override { return memory_; }
 
-  Tensor forward(std::span<const SequenceChunk> chunks, KvCache& cache) override {
+  Tensor forward(std::span<const SequenceChunk> chunks, KvCache& cache) override { return run(chunks, cache, false); }
+  Tensor forward_hidden(std::span<const SequenceChunk> chunks, KvCache& cache) override { return run(chunks, cache, true); }
+
+ private:
+  Tensor run(std::span<const SequenceChunk> chunks, KvCache& cache, bool hidden_only) {
     if (chunks.empty()) throw Error(ErrorCode::kValue, "forward: no sequence chunks");
     if (cache.layers() != cfg_.num_layers || cache.keys(0).size(1) != cfg_.num_kv_heads ||
         cache.keys(0).size(3) != cfg_.head_dim || cache.values(0).size(3) != cfg_.v_head_dim)
@@ -206,13 +210,13 @@ class DecoderLM final : public CausalLM {
     }
     if (static_cast<int64_t>(keep.size()) != N) h = index_select(h, 0, Tensor::from_vector(keep, Shape{(int64_t)keep.size()}));
     Tensor out = models::norm(h, final_norm_, spec_.final_norm, ggml_);
+    if (hidden_only) return out;
     if (spec_.head_scale != 1.0) out = mul(out, spec_.head_scale);
     Tensor logits = lin(out, lm_head_);
     if (spec_.logit_softcap > 0) logits = mul(tanh(mul(logits, 1.0 / spec_.logit_softcap)), spec_.logit_softcap);
     return logits;
   }
 
- private:
   Tensor make_inv_freq(int64_t context, const Tensor& divisors, double* scale) const {
     std::vector<float> inv = rope_inv_freq(cfg_, context, scale);
     if (divisors.defined()) {

@@ -92,6 +92,14 @@ void strip(const DecStrip& d, std::string& t) {
   t = t.substr(b, e - b);
 }
 
+// tokenizers' WordPiece decoder cleanup (decoders/wordpiece.rs).
+void wordpiece_cleanup(std::string& t) {
+  static const char* const pairs[][2] = {{" .", "."},     {" ?", "?"},     {" !", "!"},     {" ,", ","},
+                                         {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"},   {" do not", " don't"},
+                                         {" 's", "'s"},   {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& p : pairs) replace_in(t, p[0], p[1]);
+}
+
 }  // namespace
 
 std::string decode_tokens(const std::vector<DecStep>& steps, bool has_decoder,
@@ -118,6 +126,16 @@ std::string decode_tokens(const std::vector<DecStep>& steps, bool has_decoder,
       for (std::string& t : tokens) strip(*s, t);
     } else if (auto* r = std::get_if<DecReplace>(&step)) {
       for (std::string& t : tokens) replace_in(t, r->pattern, r->content);
+    } else if (auto* w = std::get_if<DecWordPiece>(&step)) {
+      for (size_t k = 0; k < tokens.size(); ++k) {
+        if (k != 0) {
+          if (!w->prefix.empty() && tokens[k].starts_with(w->prefix))
+            tokens[k].erase(0, w->prefix.size());
+          else
+            tokens[k].insert(0, " ");
+        }
+        if (w->cleanup) wordpiece_cleanup(tokens[k]);
+      }
     } else if (auto* m = std::get_if<DecMetaspace>(&step)) {
       for (size_t k = 0; k < tokens.size(); ++k) {
         replace_in(tokens[k], m->replacement, " ");

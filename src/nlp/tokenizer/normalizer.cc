@@ -74,6 +74,22 @@ void replace_all(const Regex& pattern, const std::string& content, std::string& 
   text = std::move(out);
 }
 
+void pad_matches(const Regex& pattern, std::string& text) {
+  std::string out;
+  size_t last = 0;
+  pattern.for_each_match(text, [&](size_t b, size_t e) {
+    if (b == e) return;
+    out.append(text, last, b - last);
+    out += ' ';
+    out.append(text, b, e - b);
+    out += ' ';
+    last = e;
+  });
+  if (last == 0 && out.empty()) return;
+  out.append(text, last, std::string::npos);
+  text = std::move(out);
+}
+
 void lowercase(std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -124,6 +140,8 @@ void normalize(const std::vector<NormStep>& steps, std::string& text) {
       text = c->charsmap->normalize(text);
     } else if (auto* n = std::get_if<NormSentencePiece>(&step)) {
       text = n->normalizer.normalize(text);
+    } else if (auto* pad = std::get_if<NormPad>(&step)) {
+      pad_matches(pad->pattern, text);
     }
   }
 }

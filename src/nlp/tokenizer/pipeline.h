@@ -29,8 +29,10 @@ struct NormStrip { bool left, right; };
 struct NormPrecompiled { std::shared_ptr<const PrecompiledCharsmap> charsmap; };
 // llama.cpp's "ugm": SentencePiece's whole normaliser, spaces escaped as "▁".
 struct NormSentencePiece { SentencePieceNormalizer normalizer; };
+// A space on each side of every match (BertNormalizer's handle_chinese_chars).
+struct NormPad { Regex pattern; };
 using NormStep = std::variant<NormUnicode, NormPrepend, NormReplace, NormLowercase, NormStrip, NormPrecompiled,
-                              NormSentencePiece>;
+                              NormSentencePiece, NormPad>;
 // Applies the steps in order to `text` in place.
 void normalize(const std::vector<NormStep>& steps, std::string& text);
 
@@ -55,8 +57,11 @@ struct DecFuse {};
 struct DecStrip { std::string content; size_t start, stop; };
 struct DecReplace { std::string pattern, content; };
 struct DecMetaspace { std::string replacement; bool strip_first_space; };
+// BERT's: continuation pieces lose `prefix`, other pieces after the first get a space before
+// them; `cleanup` undoes the spaces BERT's tokenization put before punctuation and contractions.
+struct DecWordPiece { std::string prefix; bool cleanup; };
 using DecStep = std::variant<DecByteLevel, DecByteFallback, DecFuse, DecStrip, DecReplace,
-                             DecMetaspace>;
+                             DecMetaspace, DecWordPiece>;
 // Hugging Face's decode_chain over the tokens, then the join.
 std::string decode_tokens(const std::vector<DecStep>& steps, bool has_decoder,
                           std::vector<std::string> tokens);
@@ -105,7 +110,7 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> special;     // by id
   detail::StringIdMap token_ids;
   detail::BpeModel model;
-  std::optional<detail::WordPieceModel> wordpiece;  // BERT GGUFs: used instead of `model`
+  std::optional<detail::WordPieceModel> wordpiece;  // BERT (GGUF or tokenizer.json): used instead of `model`
   std::optional<detail::UnigramModel> unigram;      // SentencePiece Unigram: used instead of `model`
   std::vector<detail::NormStep> normalizers;
   std::vector<detail::PreStep> pre_tokenizers;

@@ -25,6 +25,11 @@ constexpr int64_t kMaxId = (1 << 30);
 const char kGpt2Pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
+// CJK ideographs as BERT's is_chinese_char lists them (handle_chinese_chars).
+const char kBertCjk[] =
+    "[\\x{4E00}-\\x{9FFF}\\x{3400}-\\x{4DBF}\\x{20000}-\\x{2A6DF}\\x{2A700}-\\x{2B73F}\\x{2B740}-\\x{2B81F}"
+    "\\x{2B920}-\\x{2CEAF}\\x{F900}-\\x{FAFF}\\x{2F800}-\\x{2FA1F}]";
+
 [[noreturn]] void unsupported(const std::string& source, const std::string& field,
                               const std::string& type, const char* known) {
   throw Error(ErrorCode::kUnsupported, source + ": " + field + " type '" + type +
@@ -70,8 +75,25 @@ void read_normalizer(const Fields& f, const Json& j, const std::string& field,
     const std::optional<std::string> blob = base64_decode(text);
     if (!blob) bad_field(f.source, field + ".precompiled_charsmap", "is not base64");
     out.emplace_back(NormPrecompiled{std::make_shared<PrecompiledCharsmap>(*blob, "'" + f.source + "': " + field)});
+  } else if (type == "BertNormalizer") {
+    // tokenizers' normalizers/bert.rs, in its order: clean_text (drop NUL, U+FFFD and every
+    // "other" character but \t \n \r; whitespace becomes a space), CJK ideographs padded with
+    // spaces, accents stripped (NFD, marks dropped; by default when lowercasing), lowercase.
+    const bool lower = f.boolean_or(j, "lowercase", field, true);
+    if (f.boolean_or(j, "clean_text", field, true)) {
+      out.emplace_back(NormReplace{Regex("[\\x{FFFD}]|(?![\\t\\n\\r])\\p{C}", false, field), ""});
+      out.emplace_back(NormReplace{Regex("[\\t\\n\\r\\p{Z}]", false, field), " "});
+    }
+    if (f.boolean_or(j, "handle_chinese_chars", field, true)) out.emplace_back(NormPad{Regex(kBertCjk, false, field)});
+    const Json* sa = member(j, "strip_accents");
+    if (sa && !sa->is_null() ? f.boolean_or(j, "strip_accents", field, lower) : lower) {
+      out.emplace_back(NormUnicode{UnicodeForm::kNFD});
+      out.emplace_back(NormReplace{Regex("\\p{Mn}", false, field), ""});
+    }
+    if (lower) out.emplace_back(NormLowercase{});
   } else {
-    unsupported(f.source, field, type, "NFC, NFKC, NFD, NFKD, Prepend, Replace, Lowercase, Strip, Precompiled, Sequence");
+    unsupported(f.source, field, type,
+                "NFC, NFKC, NFD, NFKD, Prepend, Replace, Lowercase, Strip, Precompiled, BertNormalizer, Sequence");
   }
 }
 
@@ -119,8 +141,13 @@ void read_pre_tokenizer(const Fields& f, const Json& j, const std::string& field
     out.emplace_back(PreSplit{Regex("\\w+|[^\\w\\s]+", false, field), SplitBehavior::kRemoved, true});
   } else if (type == "WhitespaceSplit") {
     out.emplace_back(PreSplit{Regex("\\s+", false, field), SplitBehavior::kRemoved, false});
+  } else if (type == "BertPreTokenizer") {
+    // Words at whitespace (dropped), then every punctuation mark (Unicode P or ASCII
+    // punctuation) a word of its own (tokenizers' pre_tokenizers/bert.rs).
+    out.emplace_back(PreSplit{Regex("\\s+", false, field), SplitBehavior::kRemoved, false});
+    out.emplace_back(PreSplit{Regex("[\\p{P}$+<=>^`|~]", false, field), SplitBehavior::kIsolated, false});
   } else {
-    unsupported(f.source, field, type, "Split, ByteLevel, Metaspace, Digits, Whitespace, WhitespaceSplit, Sequence");
+    unsupported(f.source, field, type, "Split, ByteLevel, Metaspace, Digits, Whitespace, WhitespaceSplit, BertPreTokenizer, Sequence");
   }
 }
 
@@ -149,8 +176,10 @@ void read_decoder(const Fields& f, const Json& j, const std::string& field,
   } else if (type == "Metaspace") {
     out.emplace_back(DecMetaspace{f.string_or(j, "replacement", field, "\xE2\x96\x81"),
                                   prepend_scheme(f, j, field) != PrependScheme::kNever});
+  } else if (type == "WordPiece") {
+    out.emplace_back(DecWordPiece{f.string_or(j, "prefix", field, "##"), f.boolean_or(j, "cleanup", field, true)});
   } else {
-    unsupported(f.source, field, type, "ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace, Sequence");
+    unsupported(f.source, field, type, "ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace, WordPiece, Sequence");
   }
 }
 
@@ -348,6 +377,26 @@ void read_unigram(const Fields& f, const Json& m, Tokenizer::Impl& t) {
   t.unigram = std::move(u);
 }
 
+// BERT's WordPiece (vocab, unk_token, continuing_subword_prefix, max_input_chars_per_word).
+void read_wordpiece(const Fields& f, const Json& m, const StreamedModel& sm, Tokenizer::Impl& t, int64_t max_id) {
+  f.object(m, "vocab", "model");  // present and an object (its entries were streamed)
+  WordPieceModel wp;
+  wp.hf = true;
+  wp.vocab.reserve(sm.vocab.size());
+  for (const auto& [token, value] : sm.vocab) {
+    const int32_t id = (int32_t)f.integer_at(value, "model.vocab." + token, 0, max_id);
+    wp.vocab.emplace(token, id);
+    wp.max_piece_bytes = std::max(wp.max_piece_bytes, token.size());
+    if ((size_t)id >= t.tokens.size()) t.tokens.resize(id + 1);
+    t.tokens[id] = token;
+  }
+  wp.continuing_prefix = f.string_or(m, "continuing_subword_prefix", "model", "##");
+  wp.max_word_chars = (size_t)f.integer_or(m, "max_input_chars_per_word", "model", 100, 1, 1 << 20);
+  const std::string name = f.string_or(m, "unk_token", "model", "[UNK]");
+  if (auto it = wp.vocab.find(name); it != wp.vocab.end()) wp.unk = it->second;
+  t.wordpiece = std::move(wp);
+}
+
 void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokenizer::Impl& t,
                 bool byte_level, int64_t max_id) {
   BpeModel& model = t.model;
@@ -357,7 +406,11 @@ void read_model(const Fields& f, const Json& m, const StreamedModel& sm, Tokeniz
   else if (member(m, "merges"))
     type = "BPE";  // files older than the "type" field
   if (type == "Unigram") return read_unigram(f, m, t);
-  if (type != "BPE") unsupported(f.source, "model", type.empty() ? "<missing>" : type, "BPE, Unigram");
+  if (type == "WordPiece") {
+    read_wordpiece(f, m, sm, t, max_id);
+    return;
+  }
+  if (type != "BPE") unsupported(f.source, "model", type.empty() ? "<missing>" : type, "BPE, WordPiece, Unigram");
   if (const Json* d = member(m, "dropout"))
     if (!d->is_number() || d->get<double>() != 0.0)
       unsupported(f.source, "model.dropout", d->dump(), "null (no dropout when encoding)");
