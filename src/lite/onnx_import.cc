@@ -909,6 +909,13 @@ const std::map<std::string, Handler>& handlers() {
     add_math_ops(t);
     add_nd_index_ops(t);
     add_topk_ops(t);
+    add_attention_ops(t);
+    add_loss_ops(t);
+    add_trig_ops(t);
+    add_product_ops(t);
+    add_rotary_ops(t);
+    add_einsum_ops(t);
+    add_bitwise_ops(t);
     return t;
   }();
   return table;

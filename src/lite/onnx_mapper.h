@@ -3,7 +3,10 @@
 // negative-step Slice, DepthToSpace, Tile, Trilu, CumSum), onnx_map_resize.cc (Resize, Upsample),
 // onnx_map_conv_transpose.cc, onnx_map_recurrent.cc (LSTM, GRU, RNN), onnx_map_control.cc (If) and
 // onnx_map_math.cc (rounding, Mod, OneHot, Hardmax, group and Lp normalisation) and
-// onnx_map_nd_index.cc (GatherND, ScatterND) and onnx_map_topk.cc.
+// onnx_map_nd_index.cc (GatherND, ScatterND), onnx_map_topk.cc, onnx_map_attention.cc (Attention)
+// onnx_map_loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), onnx_map_trig.cc (Tan,
+// Sinh, ..., Acos), onnx_map_product.cc (ReduceProd, CumProd), onnx_map_rotary.cc and
+// onnx_map_einsum.cc and onnx_map_bitwise.cc (Bitwise*, BitShift).
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -163,6 +166,13 @@ void add_control_ops(HandlerTable& t);
 void add_math_ops(HandlerTable& t);
 void add_nd_index_ops(HandlerTable& t);
 void add_topk_ops(HandlerTable& t);
+void add_attention_ops(HandlerTable& t);
+void add_loss_ops(HandlerTable& t);
+void add_trig_ops(HandlerTable& t);
+void add_product_ops(HandlerTable& t);
+void add_rotary_ops(HandlerTable& t);
+void add_einsum_ops(HandlerTable& t);
+void add_bitwise_ops(HandlerTable& t);
 
 // Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
 // height of 1, every per-axis attribute getting the neutral value for the height in front.
