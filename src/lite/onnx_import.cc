@@ -916,6 +916,7 @@ const std::map<std::string, Handler>& handlers() {
     add_rotary_ops(t);
     add_einsum_ops(t);
     add_bitwise_ops(t);
+    add_linear_attention_ops(t);
     return t;
   }();
   return table;
