@@ -7,7 +7,7 @@
 // onnx_map_loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), onnx_map_trig.cc (Tan,
 // Sinh, ..., Acos), onnx_map_product.cc (ReduceProd, CumProd), onnx_map_rotary.cc and
 // onnx_map_einsum.cc, onnx_map_bitwise.cc (Bitwise*, BitShift) and onnx_map_linear_attention.cc
-// (LinearAttention, CausalConvWithState).
+// (LinearAttention, CausalConvWithState), onnx_map_grid_sample.cc.
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -175,6 +175,7 @@ void add_rotary_ops(HandlerTable& t);
 void add_einsum_ops(HandlerTable& t);
 void add_bitwise_ops(HandlerTable& t);
 void add_linear_attention_ops(HandlerTable& t);
+void add_grid_sample_ops(HandlerTable& t);
 
 // Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
 // height of 1, every per-axis attribute getting the neutral value for the height in front.
