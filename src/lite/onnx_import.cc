@@ -918,6 +918,7 @@ const std::map<std::string, Handler>& handlers() {
     add_bitwise_ops(t);
     add_linear_attention_ops(t);
     add_grid_sample_ops(t);
+    add_quantize_ops(t);
     return t;
   }();
   return table;

@@ -219,6 +219,9 @@ std::vector<uint32_t> lp_norm(NodeCtx& c) {
 
 }  // namespace
 
+uint32_t round_half_even(NodeCtx& c, uint32_t x) { return Ops{c}.round(x); }
+uint32_t floor_of(NodeCtx& c, uint32_t x) { return Ops{c}.floor(x); }
+
 void add_math_ops(HandlerTable& t) {
   t["Floor"] = [](NodeCtx& c) { return rounding(c, 0); };
   t["Ceil"] = [](NodeCtx& c) { return rounding(c, 1); };

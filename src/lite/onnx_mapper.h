@@ -7,7 +7,8 @@
 // onnx_map_loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), onnx_map_trig.cc (Tan,
 // Sinh, ..., Acos), onnx_map_product.cc (ReduceProd, CumProd), onnx_map_rotary.cc and
 // onnx_map_einsum.cc, onnx_map_bitwise.cc (Bitwise*, BitShift) and onnx_map_linear_attention.cc
-// (LinearAttention, CausalConvWithState), onnx_map_grid_sample.cc.
+// (LinearAttention, CausalConvWithState), onnx_map_grid_sample.cc and onnx_map_quantize.cc (the
+// int8 family).
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -154,6 +155,11 @@ uint32_t pad_axis(NodeCtx& c, uint32_t x, int axis, int64_t begin, int64_t end, 
 std::vector<int64_t> resolve_pads(NodeCtx& c, const Shape& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                                   const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads);
 
+// Floating x rounded half to even, and floored (NaN and |x| >= 2^52 pass through unchanged):
+// onnx_map_math.cc.
+uint32_t round_half_even(NodeCtx& c, uint32_t x);
+uint32_t floor_of(NodeCtx& c, uint32_t x);
+
 // Maps the nodes of `graph` (the model's, or an If branch's) into m, reading and defining names
 // in m.names.
 void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label);
@@ -176,6 +182,7 @@ void add_einsum_ops(HandlerTable& t);
 void add_bitwise_ops(HandlerTable& t);
 void add_linear_attention_ops(HandlerTable& t);
 void add_grid_sample_ops(HandlerTable& t);
+void add_quantize_ops(HandlerTable& t);  // after Conv: ConvInteger and QLinearConv use its mapping
 
 // Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
 // height of 1, every per-axis attribute getting the neutral value for the height in front.
