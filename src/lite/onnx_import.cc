@@ -919,6 +919,7 @@ const std::map<std::string, Handler>& handlers() {
     add_linear_attention_ops(t);
     add_grid_sample_ops(t);
     add_quantize_ops(t);
+    add_pool_nd_ops(t);
     return t;
   }();
   return table;
