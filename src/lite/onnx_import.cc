@@ -781,6 +781,15 @@ std::vector<uint32_t> activation(NodeCtx& c, const std::string& op) {
   if (op == "PRelu") return {e(OpId::k_where, {e(OpId::k_lt, {x, k(0)}), e(OpId::k_mul, {x, c.at(1)}), x})};
   if (op == "Swish") return {e(OpId::k_mul, {x, e(OpId::k_sigmoid, {e(OpId::k_mul, {x, k(c.f("alpha", 1.0))})})})};
   if (op == "Mish") return {e(OpId::k_mul, {x, e(OpId::k_tanh, {e(OpId::k_log, {e(OpId::k_add, {e(OpId::k_exp, {x}), k(1)})})})})};
+  if (op == "Shrink") {  // x + bias below -lambd, x - bias above lambd, else 0
+    const double lambd = c.f("lambd", 0.5), bias = c.f("bias", 0);
+    const uint32_t high = e(OpId::k_where, {e(OpId::k_gt, {x, k(lambd)}), e(OpId::k_sub, {x, k(bias)}), k(0)});
+    return {e(OpId::k_where, {e(OpId::k_lt, {x, k(-lambd)}), e(OpId::k_add, {x, k(bias)}), high})};
+  }
+  if (op == "SwiGLU") {  // Swish_alpha(A) * B, A and B of one shape
+    if (m.shape(c.at(1)) != m.shape(x)) c.bad("SwiGLU's A and B must have the same shape");
+    return {e(OpId::k_mul, {e(OpId::k_mul, {x, e(OpId::k_sigmoid, {e(OpId::k_mul, {x, k(c.f("alpha", 1.0))})})}), c.at(1)})};
+  }
   c.unsupported(op);
 }
 
@@ -899,7 +908,7 @@ const std::map<std::string, Handler>& handlers() {
     t["ReduceLogSumExp"] = reduce_composite("logsumexp");
     t["Xor"] = binary(OpId::k_ne, false);
     for (const char* op : {"Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "ThresholdedRelu", "PRelu",
-                           "Swish", "Mish"})
+                           "Swish", "Mish", "Shrink", "SwiGLU"})
       t[op] = [op = std::string(op)](NodeCtx& c) { return activation(c, op); };
     add_layout_ops(t);
     add_resize_ops(t);
@@ -920,6 +929,7 @@ const std::map<std::string, Handler>& handlers() {
     add_grid_sample_ops(t);
     add_quantize_ops(t);
     add_pool_nd_ops(t);
+    add_signal_ops(t);
     return t;
   }();
   return table;

@@ -1,5 +1,6 @@
 // ONNX layout ops onto registry ops (NOTE [ONNX]): Slice of every op set (negative steps too),
-// Pad in every mode, DepthToSpace / SpaceToDepth, Tile, Trilu, CumSum, InstanceNormalization.
+// Pad in every mode, DepthToSpace / SpaceToDepth, Tile, Trilu, CumSum, InstanceNormalization,
+// CenterCropPad.
 // Whatever picks cells in a data-independent order (a backwards slice, a reflected border) is one
 // index_select with a constant index along each axis, computed here from the known extents.
 #include <algorithm>
@@ -247,7 +248,34 @@ std::vector<uint32_t> instance_norm(NodeCtx& c) {
 
 }  // namespace
 
+// CenterCropPad: each named axis cut to its centred window (the start rounded down) or padded with
+// zeros on both sides (the odd cell at the end).
+std::vector<uint32_t> center_crop_pad(NodeCtx& c) {
+  uint32_t x = c.at(0);
+  const Shape s = c.m.shape(x);
+  const std::vector<int64_t> want = c.m.int_data(c, c.at(1), "shape");
+  std::vector<int64_t> axes = c.ints("axes");
+  if (axes.empty())
+    for (int d = 0; d < s.ndim(); ++d) axes.push_back(d);
+  if (want.size() != axes.size()) c.bad("shape has " + std::to_string(want.size()) + " values for " + std::to_string(axes.size()) + " axes");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int axis = normalize_axis(c, axes[k], s.ndim());
+    const int64_t have = c.m.shape(x)[axis], target = want[k];
+    if (target < 0) c.bad("a negative target extent");
+    checked_numel({target}, c.where + " target extent");
+    if (target < have) {
+      const int64_t from = (have - target) / 2;
+      x = c.m.emit(c, OpId::k_slice, {x}, Attrs::of((int64_t)axis, from, from + target, int64_t{1}));
+    } else if (target > have) {
+      const int64_t begin = (target - have) / 2;
+      x = pad_axis(c, x, axis, begin, target - have - begin, 0.0);
+    }
+  }
+  return {x == c.at(0) ? c.m.emit(c, OpId::k_copy, {x}) : x};
+}
+
 void add_layout_ops(HandlerTable& t) {
+  t["CenterCropPad"] = center_crop_pad;
   t["Slice"] = slice;
   t["Pad"] = pad;
   t["DepthToSpace"] = depth_to_space;
