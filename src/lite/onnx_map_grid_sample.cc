@@ -5,7 +5,8 @@
 // taps (1 nearest, 2 linear, 4 cubic with Keys' a = -0.75), each an integer index, a weight and,
 // for zero padding, whether it lies inside. Every combination of the axes' taps gathers from the
 // input flattened to [N, C, cells] at its linear index and adds value x weight. Coordinates are
-// clamped to +-2^40 first, so that NaN and infinities never reach an integer cast.
+// clamped to +-2^40 first, so that NaN and infinities never reach an integer cast. AffineGrid,
+// which makes such grids, is here too.
 #include <cmath>
 
 #include "lite/onnx_mapper.h"
@@ -152,8 +153,48 @@ std::vector<uint32_t> grid_sample(NodeCtx& c) {
   return {m.cast_to(c, m.reshape(c, y, out), xt)};
 }
 
+// AffineGrid: theta [N, r, r + 1] times the homogeneous base grid (x, y[, z], 1) of the output's
+// cells, a constant [r + 1, cells] of each axis's normalised centres (or corners).
+std::vector<uint32_t> affine_grid(NodeCtx& c) {
+  Mapper& m = c.m;
+  const uint32_t theta = c.at(0);
+  const std::vector<int64_t> size = m.int_data(c, c.at(1), "size");
+  const int r = (int)size.size() - 2;
+  if (r != 2 && r != 3) c.bad("size must be [N, C, H, W] or [N, C, D, H, W]");
+  const Shape ts = m.shape(theta);
+  if (ts.ndim() != 3 || ts[0] != size[0] || ts[1] != r || ts[2] != r + 1) c.bad("theta must be [N, " + std::to_string(r) + ", " + std::to_string(r + 1) + "]");
+  if (!is_floating(m.dtype(theta))) c.bad("theta must be floating-point");
+  const bool align = c.i("align_corners", 0) != 0;
+  int64_t cells = 1;
+  for (int d = 0; d < r; ++d) {
+    if (size[(size_t)(2 + d)] < 0) c.bad("a negative extent in size");
+    cells *= size[(size_t)(2 + d)];
+    if (cells > (int64_t{1} << 22)) c.unsupported("an AffineGrid of over 2^22 cells");
+  }
+  std::vector<double> base((size_t)((r + 1) * cells));
+  for (int64_t p = 0; p < cells; ++p) {
+    int64_t rest = p;
+    for (int d = r - 1; d >= 0; --d) {  // d: spatial axis in size's order; row r - 1 - d holds it (x first)
+      const int64_t len = size[(size_t)(2 + d)], i = rest % len;
+      rest /= len;
+      const double v = align ? (len > 1 ? -1 + 2.0 * (double)i / (double)(len - 1) : -1) : -1 + (2.0 * (double)i + 1) / (double)len;
+      base[(size_t)((r - 1 - d) * cells + p)] = v;
+    }
+    base[(size_t)(r * cells + p)] = 1;
+  }
+  const DType t = m.dtype(theta);
+  const uint32_t g = m.emit(c, OpId::k_matmul, {theta, m.cast_to(c, m.constant_of(base, Shape{r + 1, cells}), t)});  // [N, r, cells]
+  std::vector<int64_t> out = {size[0]};
+  for (int d = 0; d < r; ++d) out.push_back(size[(size_t)(2 + d)]);
+  out.push_back(r);
+  return {m.reshape(c, m.emit(c, OpId::k_permute, {g}, Attrs::of(std::vector<int64_t>{0, 2, 1})), out)};
+}
+
 }  // namespace
 
-void add_grid_sample_ops(HandlerTable& t) { t["GridSample"] = grid_sample; }
+void add_grid_sample_ops(HandlerTable& t) {
+  t["GridSample"] = grid_sample;
+  t["AffineGrid"] = affine_grid;
+}
 
 }  // namespace spore::onnx::detail

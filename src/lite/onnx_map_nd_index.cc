@@ -1,7 +1,8 @@
 // ONNX GatherND and ScatterND onto registry ops (NOTE [ONNX op sets]): the k index components of
 // each tuple become one linear index into data's first k axes flattened (sum of component times
 // stride, negatives wrapped), so GatherND is an index_select and ScatterND a scatter_add over that
-// flattened axis. YOLO-style detector exports carry ScatterND (in-place box decoding).
+// flattened axis. YOLO-style detector exports carry ScatterND (in-place box decoding). Compress,
+// whose condition must be known, is here too.
 #include "lite/onnx_mapper.h"
 
 namespace spore::onnx::detail {
@@ -96,7 +97,32 @@ std::vector<uint32_t> scatter_nd(NodeCtx& c) {
 
 }  // namespace
 
+// Compress: the slices along `axis` (of the flattened input without one) whose condition is true.
+// The output's extent depends on the condition's values, so they must be known when the graph is
+// mapped (a constant, or an input's value at predict: NOTE [ONNX dynamic shapes]); then it is one
+// index_select with a constant index.
+std::vector<uint32_t> compress(NodeCtx& c) {
+  uint32_t x = c.at(0);
+  const Tensor cond = c.m.data(c, c.at(1), "condition (Lite maps Compress when its condition is known: a constant, or a small input's value)");
+  if (cond.ndim() != 1) c.bad("condition must be 1-D");
+  if (!c.has("axis")) x = c.m.reshape(c, x, {-1});
+  const Shape s = c.m.shape(x);
+  const int axis = normalize_axis(c, c.i("axis", 0), s.ndim());
+  const std::vector<double> keep = cond.contiguous().to(DType::kFloat64).to_vector<double>();
+  if ((int64_t)keep.size() > s[axis]) c.bad("condition is longer than the axis (" + std::to_string(keep.size()) + " > " + std::to_string(s[axis]) + ")");
+  std::vector<int64_t> index;
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (keep[i] != 0) index.push_back((int64_t)i);
+  if (index.empty()) {
+    std::vector<int64_t> shape(s.begin(), s.end());
+    shape[axis] = 0;
+    return {c.m.emit(c, OpId::k_fill, {}, Attrs::of(shape, 0.0, c.m.dtype(x)))};
+  }
+  return {c.m.take(c, x, axis, index)};
+}
+
 void add_nd_index_ops(HandlerTable& t) {
+  t["Compress"] = compress;
   t["GatherND"] = gather_nd;
   t["ScatterND"] = scatter_nd;
 }
