@@ -930,6 +930,7 @@ const std::map<std::string, Handler>& handlers() {
     add_quantize_ops(t);
     add_pool_nd_ops(t);
     add_signal_ops(t);
+    add_scatter_ops(t);
     return t;
   }();
   return table;
