@@ -637,8 +637,35 @@ uint32_t channel(NodeCtx& c, uint32_t p, int rank) {
   return c.m.reshape(c, p, s);
 }
 
+// BatchNormalization's training mode (op set 14 on): normalised by the batch's mean and population
+// variance per channel; the running statistics out are input * momentum + batch * (1 - momentum).
+std::vector<uint32_t> batch_norm_training(NodeCtx& c) {
+  const uint32_t x = c.at(0);
+  const Shape s = c.m.shape(x);
+  if (s.ndim() < 2) c.bad("the input has rank < 2");
+  std::vector<int64_t> axes = {0};
+  for (int d = 2; d < s.ndim(); ++d) axes.push_back(d);
+  const DType t = c.m.dtype(x);
+  const uint32_t mean = c.m.emit(c, OpId::k_mean, {x}, Attrs::of(axes, true));
+  const uint32_t d = c.m.emit(c, OpId::k_sub, {x, mean});
+  const uint32_t var = c.m.emit(c, OpId::k_mean, {c.m.emit(c, OpId::k_mul, {d, d})}, Attrs::of(axes, true));
+  const uint32_t inv = c.m.emit(c, OpId::k_rsqrt, {c.m.emit(c, OpId::k_add, {var, c.m.scalar(c.f("epsilon", 1e-5), t)})});
+  const uint32_t y = c.m.emit(c, OpId::k_add, {c.m.emit(c, OpId::k_mul, {d, c.m.emit(c, OpId::k_mul, {inv, channel(c, c.at(1), s.ndim())})}),
+                                               channel(c, c.at(2), s.ndim())});
+  const double momentum = c.f("momentum", 0.9);
+  auto running = [&](size_t k, uint32_t batch) {
+    const uint32_t in = c.m.cast_to(c, c.at(k), t);
+    return c.m.emit(c, OpId::k_add, {c.m.emit(c, OpId::k_mul, {in, c.m.scalar(momentum, t)}),
+                                     c.m.emit(c, OpId::k_mul, {c.m.reshape(c, batch, {s[1]}), c.m.scalar(1 - momentum, t)})});
+  };
+  return {y, running(3, mean), running(4, var)};
+}
+
 std::vector<uint32_t> batch_norm(NodeCtx& c) {
-  if (c.i("training_mode", 0) != 0) c.unsupported("training_mode = 1");
+  if (c.i("training_mode", 0) != 0) {
+    if (c.m.opset < 14) c.bad("training_mode is an attribute of op set 14 on");
+    return batch_norm_training(c);
+  }
   if (c.i("spatial", 1) == 0) c.unsupported("BatchNormalization with spatial = 0 (op set 7-8: per-element statistics)");
   for (int o = 1; o < c.node.output_size(); ++o)
     if (!c.node.output(o).empty()) c.unsupported("BatchNormalization's running statistics outputs");
