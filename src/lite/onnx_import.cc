@@ -838,13 +838,35 @@ std::vector<uint32_t> rms_normalization(NodeCtx& c) {
 }
 
 // ScatterElements with reduction "add" is the registry's scatter_add (data plus the updates
-// summed at the indices); the other reductions are not mapped.
+// summed at the indices); mul, max and min go through scatter_reduced's one-hot.
 std::vector<uint32_t> scatter_elements(NodeCtx& c) {
   const std::string reduction = c.s("reduction", "none");
-  if (reduction != "add" && reduction != "none") c.unsupported("ScatterElements with reduction '" + reduction + "'");
+  if (reduction != "add" && reduction != "none" && reduction != "mul" && reduction != "max" && reduction != "min")
+    c.bad("ScatterElements' reduction '" + reduction + "' is none, add, mul, max or min");
   const uint32_t x = c.at(0);
   const int axis = normalize_axis(c, c.i("axis", 0), c.m.shape(x).ndim());
   const uint32_t index = wrap_indices(c, c.at(1), c.m.shape(x)[axis]);
+  if (reduction == "mul" || reduction == "max" || reduction == "min") {
+    // Each update's linear index into x: its own position, the axis coordinate from the index.
+    const Shape xs = c.m.shape(x), us = c.m.shape(index);
+    if (us.ndim() != xs.ndim() || c.m.shape(c.at(2)) != us) c.bad("indices and updates must share a shape of data's rank");
+    if (us.numel() > lite::kMaxValueElements) c.unsupported("ScatterElements over 2^31 updates");
+    std::vector<int64_t> stride((size_t)xs.ndim(), 1);
+    for (int d = xs.ndim() - 2; d >= 0; --d) stride[(size_t)d] = stride[(size_t)d + 1] * xs[d + 1];
+    std::vector<int64_t> fixed((size_t)us.numel());
+    for (int64_t e = 0; e < us.numel(); ++e) {
+      int64_t rest = e, at = 0;
+      for (int d = us.ndim() - 1; d >= 0; --d) {
+        if (d != axis) at += (rest % us[d]) * stride[(size_t)d];
+        rest /= us[d];
+      }
+      fixed[(size_t)e] = at;
+    }
+    const uint32_t along = c.m.emit(c, OpId::k_mul, {c.m.reshape(c, c.m.cast_to(c, index, DType::kInt64), {-1}), c.m.scalar((double)stride[(size_t)axis], DType::kInt64)});
+    const uint32_t lin = c.m.emit(c, OpId::k_add, {c.m.constant_of(fixed, Shape{us.numel()}), along});
+    const uint32_t y = scatter_reduced(c, c.m.reshape(c, x, {-1}), lin, c.m.reshape(c, c.at(2), {-1}), reduction);
+    return {c.m.reshape(c, y, std::vector<int64_t>(xs.begin(), xs.end()))};
+  }
   if (reduction == "add") return {c.m.emit(c, OpId::k_scatter_add, {x, index, c.at(2)}, Attrs::of((int64_t)axis))};
   // "none" writes the updates (ONNX leaves duplicate indices undefined): the updates scattered
   // onto zeros where a scattered count of ones marks the positions written, x elsewhere.

@@ -12,7 +12,8 @@ uint32_t slice(NodeCtx& c, uint32_t x, int axis, int64_t from, int64_t to) {
   return c.m.emit(c, OpId::k_slice, {x}, Attrs::of((int64_t)axis, from, to, int64_t{1}));
 }
 
-// The product along `axis`, kept as an extent of 1.
+}  // namespace
+
 uint32_t product_along(NodeCtx& c, uint32_t x, int axis) {
   int64_t n = c.m.shape(x)[axis];
   if (n == 0) {  // the empty product is 1
@@ -28,6 +29,8 @@ uint32_t product_along(NodeCtx& c, uint32_t x, int axis) {
   }
   return x;
 }
+
+namespace {
 
 std::vector<uint32_t> reduce_prod(NodeCtx& c) {
   const uint32_t x = c.at(0);

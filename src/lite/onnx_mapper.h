@@ -161,6 +161,12 @@ std::vector<int64_t> resolve_pads(NodeCtx& c, const Shape& x, const std::vector<
 uint32_t round_half_even(NodeCtx& c, uint32_t x);
 uint32_t floor_of(NodeCtx& c, uint32_t x);
 
+// x's product along `axis`, kept as an extent of 1 (onnx_map_product.cc).
+uint32_t product_along(NodeCtx& c, uint32_t x, int axis);
+// flat [Q, ...] with the updates upd [T, ...] reduced into row lin[t] by mul, max or min
+// (onnx_map_nd_index.cc; ScatterND and ScatterElements).
+uint32_t scatter_reduced(NodeCtx& c, uint32_t flat, uint32_t lin, uint32_t upd, const std::string& reduction);
+
 // Maps the nodes of `graph` (the model's, or an If branch's) into m, reading and defining names
 // in m.names.
 void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label);
