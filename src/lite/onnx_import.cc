@@ -980,6 +980,7 @@ const std::map<std::string, Handler>& handlers() {
     add_pool_nd_ops(t);
     add_signal_ops(t);
     add_scatter_ops(t);
+    add_nms_ops(t);
     return t;
   }();
   return table;

@@ -580,6 +580,13 @@ TEST(OnnxImport, ComposedOpsRefuseHostileAttributesByName) {
   add_output(nll, "y");
   expect_error([&] { read(nll); }, ErrorCode::kFormat, "node 0 (NegativeLogLikelihoodLoss 'nll')", "extent 1");
 
+  auto nms = base_model(11);  // NonMaxSuppression runs when mapped: 5000 boxes are refused at load
+  add_input(nms, "boxes", {"1", "5000", "4"});
+  add_input(nms, "scores", {"1", "1", "5000"});
+  add_node(nms, "NonMaxSuppression", {"boxes", "scores"}, {"y"}, "nms");
+  add_output(nms, "y");
+  expect_error([&] { read(nms); }, ErrorCode::kUnsupported, "node 0 (NonMaxSuppression 'nms')", "5000 boxes");
+
   auto cum = base_model(21);  // an axis out of range
   add_input(cum, "x", {"3"});
   add_ints(cum, "axis", {7});
