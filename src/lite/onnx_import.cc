@@ -981,6 +981,7 @@ const std::map<std::string, Handler>& handlers() {
     add_signal_ops(t);
     add_scatter_ops(t);
     add_nms_ops(t);
+    add_unique_ops(t);
     return t;
   }();
   return table;

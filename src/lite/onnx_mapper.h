@@ -10,7 +10,8 @@
 // (LinearAttention, CausalConvWithState), onnx_map_grid_sample.cc and onnx_map_quantize.cc (the
 // int8 family), onnx_map_pool_nd.cc (3-D, dilated and ceil-mode pooling, LpPool) and
 // onnx_map_signal.cc (windows, DFT), onnx_map_scatter.cc (TensorScatter, Col2Im) and
-// onnx_map_nms.cc (NonMaxSuppression, computed when the graph is mapped).
+// onnx_map_nms.cc and onnx_map_unique.cc (NonMaxSuppression, Unique, NonZero: computed when the graph
+// is mapped).
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -195,6 +196,7 @@ void add_pool_nd_ops(HandlerTable& t);   // after MaxPool and AveragePool, which
 void add_signal_ops(HandlerTable& t);
 void add_scatter_ops(HandlerTable& t);
 void add_nms_ops(HandlerTable& t);
+void add_unique_ops(HandlerTable& t);
 
 // Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
 // height of 1, every per-axis attribute getting the neutral value for the height in front.
