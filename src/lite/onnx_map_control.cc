@@ -88,6 +88,7 @@ std::vector<uint32_t> loop_op(NodeCtx& c) {
   int64_t i = 0;
   for (; go && (double)i < trips; ++i) {
     if (i >= kMaxIterations) c.unsupported("a Loop of over " + std::to_string(kMaxIterations) + " iterations (unrolled)");
+    if (++m.unrolled > kMaxUnrolled) c.unsupported("loops unrolling to over " + std::to_string(kMaxUnrolled) + " iterations in all (nested loops multiply)");
     m.names = outer;
     m.names[body.input(0).name()] = m.constant_of(std::vector<int64_t>{i}, Shape{});
     m.names[body.input(1).name()] = m.constant(Tensor::from_vector(std::vector<uint8_t>{go ? uint8_t{1} : uint8_t{0}}, Shape{}).to(DType::kBool));
@@ -153,6 +154,7 @@ std::vector<uint32_t> scan_unrolled(NodeCtx& c, const GraphProto& body, std::vec
   const std::map<std::string, uint32_t> outer = m.names;
   ++m.depth;
   for (int64_t t = 0; t < length; ++t) {
+    if (++m.unrolled > kMaxUnrolled) c.unsupported("loops unrolling to over " + std::to_string(kMaxUnrolled) + " iterations in all (nested loops multiply)");
     m.names = outer;
     for (size_t k = 0; k < n; ++k) m.names[body.input((int)k).name()] = states[k];
     for (size_t j = 0; j < mi; ++j) {

@@ -41,6 +41,8 @@ inline constexpr int kMaxSubgraphDepth = 16;
 // Values at most this large whose inputs are all known when the graph is mapped are computed then
 // (constants folded; with predict's inputs, NOTE [ONNX dynamic shapes]).
 inline constexpr int64_t kMaxKnownElements = 4096;
+// Loop and Scan iterations one mapping may unroll in all (nested loops multiply).
+inline constexpr int64_t kMaxUnrolled = 65536;
 
 [[noreturn]] inline void fail(ErrorCode code, const std::string& what) { throw Error(code, what); }
 
@@ -82,6 +84,9 @@ struct Mapper : lite::GraphBuilder {
   std::string label;
   int64_t opset = 0;
   int depth = 0;  // of If branches being mapped
+  // Loop and Scan iterations unrolled so far in this mapping, nested ones included: bounded so that
+  // nested loops cannot multiply into an endless mapping (kMaxUnrolled).
+  int64_t unrolled = 0;
   // Mapping with stand-in extents for symbolic dimensions (NOTE [ONNX dynamic shapes]): a choice
   // that could depend on an extent (an If) defers the mapping to predict.
   bool probing = false;

@@ -629,6 +629,25 @@ TEST(OnnxImport, ScanIsUnrolledWithinBounds) {
   };
   expect_error([&] { read(make("5000", "x")); }, ErrorCode::kUnsupported, "node 0 (Scan 'scan')", "5000 iterations");
   expect_error([&] { read(make("3", "nowhere")); }, ErrorCode::kFormat, "node 0 (Scan 'scan') body", "'nowhere'");
+  // A Scan nested in a Scan's body: 4000 x 4000 iterations would unroll for ever; refused in all.
+  auto outer = make("4000", "x");
+  ::onnx::GraphProto nested = outer.graph().node(0).attribute(1).g();
+  auto inner = make("4000", "x");
+  ::onnx::GraphProto* ib = inner.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g();
+  auto rename = [](std::string* n) { *n = "inner_" + *n; };  // names are unique across subgraphs too
+  for (auto& vi : *ib->mutable_input()) rename(vi.mutable_name());
+  for (auto& vi : *ib->mutable_output()) rename(vi.mutable_name());
+  for (auto& n : *ib->mutable_node()) {
+    for (auto& i : *n.mutable_input()) rename(&i);
+    for (auto& o : *n.mutable_output()) rename(&o);
+  }
+  *nested.add_node() = inner.graph().node(0);
+  nested.mutable_node(2)->set_input(0, "sum_in");
+  nested.mutable_node(2)->set_input(1, "xs");
+  nested.mutable_node(2)->set_output(0, "inner_sum");
+  nested.mutable_node(2)->set_output(1, "inner_partial");
+  *outer.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g() = nested;
+  expect_error([&] { read(outer); }, ErrorCode::kUnsupported, "in all");
   TempDir dir;
   const auto b = bytes_of(make("3", "x"));
   std::ofstream(dir / "scan.onnx", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
