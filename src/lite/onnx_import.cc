@@ -637,8 +637,35 @@ uint32_t channel(NodeCtx& c, uint32_t p, int rank) {
   return c.m.reshape(c, p, s);
 }
 
+// BatchNormalization's training mode (op set 14 on): normalised by the batch's mean and population
+// variance per channel; the running statistics out are input * momentum + batch * (1 - momentum).
+std::vector<uint32_t> batch_norm_training(NodeCtx& c) {
+  const uint32_t x = c.at(0);
+  const Shape s = c.m.shape(x);
+  if (s.ndim() < 2) c.bad("the input has rank < 2");
+  std::vector<int64_t> axes = {0};
+  for (int d = 2; d < s.ndim(); ++d) axes.push_back(d);
+  const DType t = c.m.dtype(x);
+  const uint32_t mean = c.m.emit(c, OpId::k_mean, {x}, Attrs::of(axes, true));
+  const uint32_t d = c.m.emit(c, OpId::k_sub, {x, mean});
+  const uint32_t var = c.m.emit(c, OpId::k_mean, {c.m.emit(c, OpId::k_mul, {d, d})}, Attrs::of(axes, true));
+  const uint32_t inv = c.m.emit(c, OpId::k_rsqrt, {c.m.emit(c, OpId::k_add, {var, c.m.scalar(c.f("epsilon", 1e-5), t)})});
+  const uint32_t y = c.m.emit(c, OpId::k_add, {c.m.emit(c, OpId::k_mul, {d, c.m.emit(c, OpId::k_mul, {inv, channel(c, c.at(1), s.ndim())})}),
+                                               channel(c, c.at(2), s.ndim())});
+  const double momentum = c.f("momentum", 0.9);
+  auto running = [&](size_t k, uint32_t batch) {
+    const uint32_t in = c.m.cast_to(c, c.at(k), t);
+    return c.m.emit(c, OpId::k_add, {c.m.emit(c, OpId::k_mul, {in, c.m.scalar(momentum, t)}),
+                                     c.m.emit(c, OpId::k_mul, {c.m.reshape(c, batch, {s[1]}), c.m.scalar(1 - momentum, t)})});
+  };
+  return {y, running(3, mean), running(4, var)};
+}
+
 std::vector<uint32_t> batch_norm(NodeCtx& c) {
-  if (c.i("training_mode", 0) != 0) c.unsupported("training_mode = 1");
+  if (c.i("training_mode", 0) != 0) {
+    if (c.m.opset < 14) c.bad("training_mode is an attribute of op set 14 on");
+    return batch_norm_training(c);
+  }
   if (c.i("spatial", 1) == 0) c.unsupported("BatchNormalization with spatial = 0 (op set 7-8: per-element statistics)");
   for (int o = 1; o < c.node.output_size(); ++o)
     if (!c.node.output(o).empty()) c.unsupported("BatchNormalization's running statistics outputs");
@@ -781,6 +808,15 @@ std::vector<uint32_t> activation(NodeCtx& c, const std::string& op) {
   if (op == "PRelu") return {e(OpId::k_where, {e(OpId::k_lt, {x, k(0)}), e(OpId::k_mul, {x, c.at(1)}), x})};
   if (op == "Swish") return {e(OpId::k_mul, {x, e(OpId::k_sigmoid, {e(OpId::k_mul, {x, k(c.f("alpha", 1.0))})})})};
   if (op == "Mish") return {e(OpId::k_mul, {x, e(OpId::k_tanh, {e(OpId::k_log, {e(OpId::k_add, {e(OpId::k_exp, {x}), k(1)})})})})};
+  if (op == "Shrink") {  // x + bias below -lambd, x - bias above lambd, else 0
+    const double lambd = c.f("lambd", 0.5), bias = c.f("bias", 0);
+    const uint32_t high = e(OpId::k_where, {e(OpId::k_gt, {x, k(lambd)}), e(OpId::k_sub, {x, k(bias)}), k(0)});
+    return {e(OpId::k_where, {e(OpId::k_lt, {x, k(-lambd)}), e(OpId::k_add, {x, k(bias)}), high})};
+  }
+  if (op == "SwiGLU") {  // Swish_alpha(A) * B, A and B of one shape
+    if (m.shape(c.at(1)) != m.shape(x)) c.bad("SwiGLU's A and B must have the same shape");
+    return {e(OpId::k_mul, {e(OpId::k_mul, {x, e(OpId::k_sigmoid, {e(OpId::k_mul, {x, k(c.f("alpha", 1.0))})})}), c.at(1)})};
+  }
   c.unsupported(op);
 }
 
@@ -802,13 +838,35 @@ std::vector<uint32_t> rms_normalization(NodeCtx& c) {
 }
 
 // ScatterElements with reduction "add" is the registry's scatter_add (data plus the updates
-// summed at the indices); the other reductions are not mapped.
+// summed at the indices); mul, max and min go through scatter_reduced's one-hot.
 std::vector<uint32_t> scatter_elements(NodeCtx& c) {
   const std::string reduction = c.s("reduction", "none");
-  if (reduction != "add" && reduction != "none") c.unsupported("ScatterElements with reduction '" + reduction + "'");
+  if (reduction != "add" && reduction != "none" && reduction != "mul" && reduction != "max" && reduction != "min")
+    c.bad("ScatterElements' reduction '" + reduction + "' is none, add, mul, max or min");
   const uint32_t x = c.at(0);
   const int axis = normalize_axis(c, c.i("axis", 0), c.m.shape(x).ndim());
   const uint32_t index = wrap_indices(c, c.at(1), c.m.shape(x)[axis]);
+  if (reduction == "mul" || reduction == "max" || reduction == "min") {
+    // Each update's linear index into x: its own position, the axis coordinate from the index.
+    const Shape xs = c.m.shape(x), us = c.m.shape(index);
+    if (us.ndim() != xs.ndim() || c.m.shape(c.at(2)) != us) c.bad("indices and updates must share a shape of data's rank");
+    if (us.numel() > lite::kMaxValueElements) c.unsupported("ScatterElements over 2^31 updates");
+    std::vector<int64_t> stride((size_t)xs.ndim(), 1);
+    for (int d = xs.ndim() - 2; d >= 0; --d) stride[(size_t)d] = stride[(size_t)d + 1] * xs[d + 1];
+    std::vector<int64_t> fixed((size_t)us.numel());
+    for (int64_t e = 0; e < us.numel(); ++e) {
+      int64_t rest = e, at = 0;
+      for (int d = us.ndim() - 1; d >= 0; --d) {
+        if (d != axis) at += (rest % us[d]) * stride[(size_t)d];
+        rest /= us[d];
+      }
+      fixed[(size_t)e] = at;
+    }
+    const uint32_t along = c.m.emit(c, OpId::k_mul, {c.m.reshape(c, c.m.cast_to(c, index, DType::kInt64), {-1}), c.m.scalar((double)stride[(size_t)axis], DType::kInt64)});
+    const uint32_t lin = c.m.emit(c, OpId::k_add, {c.m.constant_of(fixed, Shape{us.numel()}), along});
+    const uint32_t y = scatter_reduced(c, c.m.reshape(c, x, {-1}), lin, c.m.reshape(c, c.at(2), {-1}), reduction);
+    return {c.m.reshape(c, y, std::vector<int64_t>(xs.begin(), xs.end()))};
+  }
   if (reduction == "add") return {c.m.emit(c, OpId::k_scatter_add, {x, index, c.at(2)}, Attrs::of((int64_t)axis))};
   // "none" writes the updates (ONNX leaves duplicate indices undefined): the updates scattered
   // onto zeros where a scattered count of ones marks the positions written, x elsewhere.
@@ -899,7 +957,7 @@ const std::map<std::string, Handler>& handlers() {
     t["ReduceLogSumExp"] = reduce_composite("logsumexp");
     t["Xor"] = binary(OpId::k_ne, false);
     for (const char* op : {"Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "ThresholdedRelu", "PRelu",
-                           "Swish", "Mish"})
+                           "Swish", "Mish", "Shrink", "SwiGLU"})
       t[op] = [op = std::string(op)](NodeCtx& c) { return activation(c, op); };
     add_layout_ops(t);
     add_resize_ops(t);
@@ -909,6 +967,21 @@ const std::map<std::string, Handler>& handlers() {
     add_math_ops(t);
     add_nd_index_ops(t);
     add_topk_ops(t);
+    add_attention_ops(t);
+    add_loss_ops(t);
+    add_trig_ops(t);
+    add_product_ops(t);
+    add_rotary_ops(t);
+    add_einsum_ops(t);
+    add_bitwise_ops(t);
+    add_linear_attention_ops(t);
+    add_grid_sample_ops(t);
+    add_quantize_ops(t);
+    add_pool_nd_ops(t);
+    add_signal_ops(t);
+    add_scatter_ops(t);
+    add_nms_ops(t);
+    add_unique_ops(t);
     return t;
   }();
   return table;

@@ -2,7 +2,9 @@
 // whose condition is known when the graph is mapped (an initializer or Constant, or a small value
 // computed from predict's inputs, which then re-maps when those values change) is replaced by the
 // nodes of the branch it takes; a Loop whose trip count and condition are known is unrolled (at most
-// 4,096 iterations). A condition computed from large values is refused by name.
+// 4,096 iterations), and so is a Scan over its scan axis. A condition computed from large values is
+// refused by name.
+#include <algorithm>
 #include <cmath>
 
 #include "lite/onnx_mapper.h"
@@ -86,6 +88,7 @@ std::vector<uint32_t> loop_op(NodeCtx& c) {
   int64_t i = 0;
   for (; go && (double)i < trips; ++i) {
     if (i >= kMaxIterations) c.unsupported("a Loop of over " + std::to_string(kMaxIterations) + " iterations (unrolled)");
+    if (++m.unrolled > kMaxUnrolled) c.unsupported("loops unrolling to over " + std::to_string(kMaxUnrolled) + " iterations in all (nested loops multiply)");
     m.names = outer;
     m.names[body.input(0).name()] = m.constant_of(std::vector<int64_t>{i}, Shape{});
     m.names[body.input(1).name()] = m.constant(Tensor::from_vector(std::vector<uint8_t>{go ? uint8_t{1} : uint8_t{0}}, Shape{}).to(DType::kBool));
@@ -123,11 +126,136 @@ std::vector<uint32_t> loop_op(NodeCtx& c) {
   return result;
 }
 
+// Scan (op set 9 on), unrolled over the scan axis, whose extent the shapes fix: iteration t
+// maps the body with the states and each scan input's slice t (from the end for a reverse
+// direction); scan outputs are stacked along their axis (prepended for a reverse direction).
+// `states` and `inputs` are values without op set 8's batch axis.
+std::vector<uint32_t> scan_unrolled(NodeCtx& c, const GraphProto& body, std::vector<uint32_t> states, const std::vector<uint32_t>& inputs,
+                                    const std::vector<int64_t>& in_axes, const std::vector<int64_t>& in_dirs,
+                                    const std::vector<int64_t>& out_axes, const std::vector<int64_t>& out_dirs) {
+  Mapper& m = c.m;
+  const size_t n = states.size(), mi = inputs.size();
+  if (body.input_size() != (int)(n + mi) || body.output_size() < (int)n)
+    c.bad("the body has " + std::to_string(body.input_size()) + " inputs and " + std::to_string(body.output_size()) + " outputs for " +
+          std::to_string(n) + " states and " + std::to_string(mi) + " scan inputs");
+  const size_t k_out = (size_t)body.output_size() - n;
+  if (mi == 0) c.bad("Scan needs at least one scan input (num_scan_inputs)");
+  std::vector<int> axes(mi);
+  int64_t length = -1;
+  for (size_t j = 0; j < mi; ++j) {
+    const Shape& s = m.shape(inputs[j]);
+    axes[j] = normalize_axis(c, j < in_axes.size() ? in_axes[j] : 0, s.ndim());
+    if (length >= 0 && s[axes[j]] != length) c.bad("the scan inputs differ in sequence length");
+    length = s[axes[j]];
+  }
+  if (length > kMaxIterations) c.unsupported("a Scan of " + std::to_string(length) + " iterations (unrolled: at most " + std::to_string(kMaxIterations) + ")");
+  if (length == 0 && k_out > 0) c.unsupported("scan outputs of a Scan over an empty sequence (their shape is unknown)");
+  std::vector<std::vector<uint32_t>> scanned(k_out);
+  const std::map<std::string, uint32_t> outer = m.names;
+  ++m.depth;
+  for (int64_t t = 0; t < length; ++t) {
+    if (++m.unrolled > kMaxUnrolled) c.unsupported("loops unrolling to over " + std::to_string(kMaxUnrolled) + " iterations in all (nested loops multiply)");
+    m.names = outer;
+    for (size_t k = 0; k < n; ++k) m.names[body.input((int)k).name()] = states[k];
+    for (size_t j = 0; j < mi; ++j) {
+      const Shape s = m.shape(inputs[j]);
+      const int64_t at = j < in_dirs.size() && in_dirs[j] ? length - 1 - t : t;
+      std::vector<int64_t> shape(s.begin(), s.end());
+      shape.erase(shape.begin() + axes[j]);
+      const uint32_t cell = m.emit(c, OpId::k_slice, {inputs[j]}, Attrs::of((int64_t)axes[j], at, at + 1, int64_t{1}));
+      m.names[body.input((int)(n + j)).name()] = m.reshape(c, cell, shape);
+    }
+    for (int k = 0; k < body.initializer_size(); ++k)
+      m.names[body.initializer(k).name()] = m.constant(tensor_of(body.initializer(k), c.where + " body initializer"));
+    map_nodes(m, body, c.where + " body (iteration " + std::to_string(t) + ")");
+    for (int o = 0; o < body.output_size(); ++o) {
+      auto it = m.names.find(body.output(o).name());
+      if (it == m.names.end()) c.bad("body output '" + body.output(o).name() + "' is made by no node");
+      if ((size_t)o < n) states[(size_t)o] = it->second;
+      else scanned[(size_t)o - n].push_back(it->second);
+    }
+  }
+  --m.depth;
+  m.names = outer;
+  std::vector<uint32_t> result;
+  for (uint32_t s : states) result.push_back(std::count(c.in.begin(), c.in.end(), s) ? m.emit(c, OpId::k_copy, {s}) : s);
+  for (size_t k = 0; k < k_out; ++k) {
+    auto& parts = scanned[k];
+    if (k < out_dirs.size() && out_dirs[k]) std::reverse(parts.begin(), parts.end());
+    const int rank = m.shape(parts[0]).ndim() + 1;
+    const int axis = normalize_axis(c, k < out_axes.size() ? out_axes[k] : 0, rank);
+    std::vector<uint32_t> lifted;
+    for (uint32_t p : parts) {
+      const Shape& s = m.shape(p);
+      std::vector<int64_t> shape(s.begin(), s.end());
+      shape.insert(shape.begin() + axis, 1);
+      lifted.push_back(m.reshape(c, p, shape));
+    }
+    result.push_back(lifted.size() == 1 ? lifted[0] : m.emit(c, OpId::k_concat, lifted, Attrs::of((int64_t)axis)));
+  }
+  return result;
+}
+
+std::vector<uint32_t> scan_op(NodeCtx& c) {
+  Mapper& m = c.m;
+  if (m.probing) throw InputValueNeeded("", c.where + ": a Scan under symbolic input extents is mapped at predict, from the real shapes");
+  const AttributeProto* a = find_attr(c.node, "body");
+  if (!a || a->type() != AttributeProto::GRAPH) c.bad("body is missing or not a graph");
+  if (m.depth >= kMaxSubgraphDepth) c.unsupported("subgraphs nested over " + std::to_string(kMaxSubgraphDepth) + " deep");
+  const int64_t mi = c.i("num_scan_inputs", 0);
+  const size_t first = m.opset >= 9 ? 0 : 1;  // op set 8: sequence_lens comes first
+  if (mi <= 0 || (size_t)mi > c.in.size() - first) c.bad("num_scan_inputs " + std::to_string(mi) + " does not fit the inputs");
+  const size_t n = c.in.size() - first - (size_t)mi;
+  std::vector<uint32_t> states, inputs;
+  for (size_t k = first; k < c.in.size(); ++k) (k < first + n ? states : inputs).push_back(c.at(k));
+  if (m.opset >= 9)
+    return scan_unrolled(c, a->g(), states, inputs, c.ints("scan_input_axes"), c.ints("scan_input_directions"), c.ints("scan_output_axes"),
+                         c.ints("scan_output_directions"));
+  // Op set 8: every value has a batch axis first (the scan axis is 1); each batch entry is scanned
+  // on its own and the results stacked again. Sequences shorter than the scan axis are not mapped.
+  const int64_t batch = m.shape(inputs[0])[0];
+  for (uint32_t v : states)
+    if (m.shape(v).ndim() < 1 || m.shape(v)[0] != batch) c.bad("op set 8 Scan: every state needs the batch axis first");
+  for (uint32_t v : inputs)
+    if (m.shape(v).ndim() < 2 || m.shape(v)[0] != batch) c.bad("op set 8 Scan: every scan input needs [batch, sequence, ...]");
+  if (c.given(0)) {
+    for (int64_t len : m.int_data(c, c.in[0], "sequence_lens"))
+      if (len != m.shape(inputs[0])[1]) c.unsupported("an op set 8 Scan over sequences shorter than the scan axis");
+  }
+  if (batch > kMaxIterations) c.unsupported("an op set 8 Scan over a batch of " + std::to_string(batch));
+  std::vector<std::vector<uint32_t>> per_batch;
+  auto entry = [&](uint32_t v, int64_t b) {
+    const Shape s = m.shape(v);
+    std::vector<int64_t> shape(s.begin() + 1, s.end());
+    return m.reshape(c, m.emit(c, OpId::k_slice, {v}, Attrs::of(int64_t{0}, b, b + 1, int64_t{1})), shape);
+  };
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<uint32_t> sb, ib;
+    for (uint32_t v : states) sb.push_back(entry(v, b));
+    for (uint32_t v : inputs) ib.push_back(entry(v, b));
+    per_batch.push_back(scan_unrolled(c, a->g(), sb, ib, {}, c.ints("directions"), {}, {}));
+  }
+  std::vector<uint32_t> result;
+  for (size_t o = 0; batch > 0 && o < per_batch[0].size(); ++o) {
+    std::vector<uint32_t> lifted;
+    for (const auto& outs : per_batch) {
+      const Shape& s = m.shape(outs[o]);
+      std::vector<int64_t> shape = {1};
+      shape.insert(shape.end(), s.begin(), s.end());
+      lifted.push_back(m.reshape(c, outs[o], shape));
+    }
+    result.push_back(lifted.size() == 1 ? lifted[0] : m.emit(c, OpId::k_concat, lifted, Attrs::of(int64_t{0})));
+  }
+  if (batch == 0) c.unsupported("an op set 8 Scan over an empty batch");
+  return result;
+}
+
 }  // namespace
 
 void add_control_ops(HandlerTable& t) {
   t["If"] = if_op;
   t["Loop"] = loop_op;
+  t["Scan"] = scan_op;
 }
 
 }  // namespace spore::onnx::detail

@@ -1,5 +1,6 @@
 // ONNX layout ops onto registry ops (NOTE [ONNX]): Slice of every op set (negative steps too),
-// Pad in every mode, DepthToSpace / SpaceToDepth, Tile, Trilu, CumSum, InstanceNormalization.
+// Pad in every mode, DepthToSpace / SpaceToDepth, Tile, Trilu, CumSum, InstanceNormalization,
+// CenterCropPad, ReverseSequence.
 // Whatever picks cells in a data-independent order (a backwards slice, a reflected border) is one
 // index_select with a constant index along each axis, computed here from the known extents.
 #include <algorithm>
@@ -247,7 +248,58 @@ std::vector<uint32_t> instance_norm(NodeCtx& c) {
 
 }  // namespace
 
+// CenterCropPad: each named axis cut to its centred window (the start rounded down) or padded with
+// zeros on both sides (the odd cell at the end).
+std::vector<uint32_t> center_crop_pad(NodeCtx& c) {
+  uint32_t x = c.at(0);
+  const Shape s = c.m.shape(x);
+  const std::vector<int64_t> want = c.m.int_data(c, c.at(1), "shape");
+  std::vector<int64_t> axes = c.ints("axes");
+  if (axes.empty())
+    for (int d = 0; d < s.ndim(); ++d) axes.push_back(d);
+  if (want.size() != axes.size()) c.bad("shape has " + std::to_string(want.size()) + " values for " + std::to_string(axes.size()) + " axes");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int axis = normalize_axis(c, axes[k], s.ndim());
+    const int64_t have = c.m.shape(x)[axis], target = want[k];
+    if (target < 0) c.bad("a negative target extent");
+    checked_numel({target}, c.where + " target extent");
+    if (target < have) {
+      const int64_t from = (have - target) / 2;
+      x = c.m.emit(c, OpId::k_slice, {x}, Attrs::of((int64_t)axis, from, from + target, int64_t{1}));
+    } else if (target > have) {
+      const int64_t begin = (target - have) / 2;
+      x = pad_axis(c, x, axis, begin, target - have - begin, 0.0);
+    }
+  }
+  return {x == c.at(0) ? c.m.emit(c, OpId::k_copy, {x}) : x};
+}
+
+// ReverseSequence: each batch entry's first sequence_lens[b] steps reversed, the rest kept; the
+// source step of each (step, entry) is computed at run time and gathered along the time axis.
+std::vector<uint32_t> reverse_sequence(NodeCtx& c) {
+  const uint32_t x = c.at(0);
+  const Shape s = c.m.shape(x);
+  if (s.ndim() < 2) c.bad("ReverseSequence takes an input of rank 2 or more");
+  const int64_t time_axis = c.i("time_axis", 0), batch_axis = c.i("batch_axis", 1);
+  if (!((time_axis == 0 && batch_axis == 1) || (time_axis == 1 && batch_axis == 0))) c.bad("time_axis and batch_axis must be 0 and 1 in some order");
+  const int64_t steps = s[(int)time_axis], batch = s[(int)batch_axis];
+  if (c.m.shape(c.at(1)).numel() != batch) c.bad("sequence_lens must hold one length per batch entry");
+  std::vector<int64_t> t_index((size_t)steps);
+  for (int64_t i = 0; i < steps; ++i) t_index[(size_t)i] = i;
+  const bool time_first = time_axis == 0;
+  const uint32_t t = c.m.constant_of(t_index, time_first ? Shape{steps, 1} : Shape{1, steps});
+  const uint32_t lens = c.m.reshape(c, c.m.cast_to(c, c.at(1), DType::kInt64), time_first ? std::vector<int64_t>{1, batch} : std::vector<int64_t>{batch, 1});
+  const uint32_t mirrored = c.m.emit(c, OpId::k_sub, {c.m.emit(c, OpId::k_sub, {lens, c.m.scalar(1, DType::kInt64)}), t});
+  uint32_t index = c.m.emit(c, OpId::k_where, {c.m.emit(c, OpId::k_lt, {t, lens}), mirrored, t});
+  std::vector<int64_t> lifted = {s[0], s[1]};
+  for (int d = 2; d < s.ndim(); ++d) lifted.push_back(1);
+  index = c.m.emit(c, OpId::k_expand, {c.m.reshape(c, index, lifted)}, Attrs::of(dims(s)));
+  return {c.m.emit(c, OpId::k_gather, {x, index}, Attrs::of(time_axis))};
+}
+
 void add_layout_ops(HandlerTable& t) {
+  t["ReverseSequence"] = reverse_sequence;
+  t["CenterCropPad"] = center_crop_pad;
   t["Slice"] = slice;
   t["Pad"] = pad;
   t["DepthToSpace"] = depth_to_space;

@@ -1,6 +1,6 @@
 // ONNX elementwise and normalisation ops without a registry op of their own, written with registry
 // ops (NOTE [ONNX]): Floor, Ceil, Round, Sign, IsNaN, IsInf, Mod, OneHot, Hardmax, EyeLike,
-// GroupNormalization, MeanVarianceNormalization, LpNormalization.
+// GroupNormalization, MeanVarianceNormalization, LpNormalization, LRN.
 #include <cmath>
 
 #include "lite/onnx_mapper.h"
@@ -219,7 +219,32 @@ std::vector<uint32_t> lp_norm(NodeCtx& c) {
 
 }  // namespace
 
+uint32_t round_half_even(NodeCtx& c, uint32_t x) { return Ops{c}.round(x); }
+uint32_t floor_of(NodeCtx& c, uint32_t x) { return Ops{c}.floor(x); }
+
+// LRN: x / (bias + alpha / size * the sum of squares over `size` neighbouring channels)^beta, the
+// window floor((size - 1) / 2) channels before and ceil((size - 1) / 2) after, zeros outside.
+std::vector<uint32_t> lrn(NodeCtx& c) {
+  Ops o{c};
+  const uint32_t x = c.at(0);
+  const Shape s = c.m.shape(x);
+  if (s.ndim() < 3) c.bad("LRN takes [N, C, D1, ...]");
+  require_floating(c, x);
+  const int64_t size = c.i("size", 0);
+  if (size < 1 || size > 4096) c.bad("size must be in 1..4096");
+  const DType t = c.m.dtype(x);
+  const uint32_t padded = pad_axis(c, o.e(OpId::k_mul, {x, x}), 1, (size - 1) / 2, size / 2, 0.0);
+  uint32_t sum = kNone;
+  for (int64_t j = 0; j < size; ++j) {
+    const uint32_t part = o.e(OpId::k_slice, {padded}, Attrs::of(int64_t{1}, j, j + s[1], int64_t{1}));
+    sum = sum == kNone ? part : o.e(OpId::k_add, {sum, part});
+  }
+  const uint32_t scaled = o.e(OpId::k_add, {o.k(c.f("bias", 1.0), t), o.e(OpId::k_mul, {sum, o.k(c.f("alpha", 1e-4) / (double)size, t)})});
+  return {o.e(OpId::k_div, {x, o.e(OpId::k_pow, {scaled, o.k(c.f("beta", 0.75), t)})})};
+}
+
 void add_math_ops(HandlerTable& t) {
+  t["LRN"] = lrn;
   t["Floor"] = [](NodeCtx& c) { return rounding(c, 0); };
   t["Ceil"] = [](NodeCtx& c) { return rounding(c, 1); };
   t["Round"] = [](NodeCtx& c) { return rounding(c, 2); };

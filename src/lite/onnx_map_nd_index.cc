@@ -1,7 +1,10 @@
 // ONNX GatherND and ScatterND onto registry ops (NOTE [ONNX op sets]): the k index components of
 // each tuple become one linear index into data's first k axes flattened (sum of component times
 // stride, negatives wrapped), so GatherND is an index_select and ScatterND a scatter_add over that
-// flattened axis. YOLO-style detector exports carry ScatterND (in-place box decoding).
+// flattened axis. YOLO-style detector exports carry ScatterND (in-place box decoding). Compress,
+// whose condition must be known, is here too, and the scatter reductions mul, max and min.
+#include <cmath>
+
 #include "lite/onnx_mapper.h"
 
 namespace spore::onnx::detail {
@@ -57,9 +60,42 @@ std::vector<uint32_t> gather_nd(NodeCtx& c) {
   return {c.m.reshape(c, y, out)};
 }
 
+}  // namespace
+
+// The reductions mul, max and min (no registry scatter does them): a one-hot [T, Q] of each update
+// row's linear index over flat's rows; each row of flat combined with the product / maximum /
+// minimum of the updates aimed at it, rows no update aims at kept. At most 2^24 one-hot cells.
+uint32_t scatter_reduced(NodeCtx& c, uint32_t flat, uint32_t lin, uint32_t upd, const std::string& reduction) {
+  Mapper& m = c.m;
+  const Shape fs = m.shape(flat), us = m.shape(upd);
+  const int64_t q = fs[0], t = us[0];
+  const int64_t rest = q > 0 ? fs.numel() / q : 0;
+  if ((double)t * (double)q * (double)std::max<int64_t>(rest, 1) > (double)(int64_t{1} << 24))
+    c.unsupported("a scatter with reduction '" + reduction + "' over " + std::to_string(t) + " x " + std::to_string(q) + " rows (at most 2^24 cells)");
+  std::vector<int64_t> rows((size_t)q);
+  for (int64_t i = 0; i < q; ++i) rows[(size_t)i] = i;
+  std::vector<int64_t> hot_shape = {t, q}, upd_shape = {t, 1};
+  for (int d = 1; d < fs.ndim(); ++d) hot_shape.push_back(1), upd_shape.push_back(fs[d]);
+  const uint32_t hot = m.reshape(c, m.emit(c, OpId::k_eq, {m.reshape(c, lin, {t, 1}), m.constant_of(rows, Shape{1, q})}), hot_shape);
+  const DType dt = m.dtype(flat);
+  const double identity = reduction == "mul" ? 1.0 : reduction == "max" ? -INFINITY : INFINITY;
+  const DType work = is_floating(dt) ? dt : DType::kFloat64;  // integers exact in float64 (below 2^53)
+  const uint32_t vals = m.emit(c, OpId::k_where, {hot, m.cast_to(c, m.reshape(c, upd, upd_shape), work), m.scalar(identity, work)});
+  uint32_t reduced;
+  if (reduction == "mul") reduced = m.reshape(c, product_along(c, vals, 0), std::vector<int64_t>(fs.begin(), fs.end()));
+  else reduced = m.emit(c, reduction == "max" ? OpId::k_max : OpId::k_min, {vals}, Attrs::of(std::vector<int64_t>{0}, false));
+  const uint32_t hit = m.emit(c, OpId::k_max, {m.cast_to(c, hot, DType::kFloat32)}, Attrs::of(std::vector<int64_t>{0}, false));
+  const uint32_t x = m.cast_to(c, flat, work);
+  const uint32_t combined = m.emit(c, reduction == "mul" ? OpId::k_mul : reduction == "max" ? OpId::k_maximum : OpId::k_minimum, {x, reduced});
+  return m.cast_to(c, m.emit(c, OpId::k_where, {m.emit(c, OpId::k_gt, {hit, m.scalar(0, DType::kFloat32)}), combined, x}), dt);
+}
+
+namespace {
+
 std::vector<uint32_t> scatter_nd(NodeCtx& c) {
   const std::string reduction = c.s("reduction", "none");
-  if (reduction != "none" && reduction != "add") c.unsupported("ScatterND with reduction '" + reduction + "'");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    c.bad("ScatterND's reduction '" + reduction + "' is none, add, mul, max or min");
   const uint32_t data = c.at(0), indices = c.at(1), updates = c.at(2);
   const Shape ds = c.m.shape(data), is = c.m.shape(indices);
   int64_t tuples;
@@ -80,7 +116,9 @@ std::vector<uint32_t> scatter_nd(NodeCtx& c) {
     return std::vector<int64_t>(s.begin(), s.end());
   }();
   uint32_t y;
-  if (reduction == "add") {
+  if (reduction == "mul" || reduction == "max" || reduction == "min") {
+    y = scatter_reduced(c, flat, lin, upd, reduction);
+  } else if (reduction == "add") {
     y = c.m.emit(c, OpId::k_scatter_add, {flat, index, upd}, Attrs::of(int64_t{0}));
   } else {
     // Written cells take the update (the spec leaves duplicate tuples undefined), others keep data.
@@ -94,9 +132,34 @@ std::vector<uint32_t> scatter_nd(NodeCtx& c) {
   return {c.m.reshape(c, y, std::vector<int64_t>(ds.begin(), ds.end()))};
 }
 
+// Compress: the slices along `axis` (of the flattened input without one) whose condition is true.
+// The output's extent depends on the condition's values, so they must be known when the graph is
+// mapped (a constant, or an input's value at predict: NOTE [ONNX dynamic shapes]); then it is one
+// index_select with a constant index.
+std::vector<uint32_t> compress(NodeCtx& c) {
+  uint32_t x = c.at(0);
+  const Tensor cond = c.m.data(c, c.at(1), "condition (Lite maps Compress when its condition is known: a constant, or a small input's value)");
+  if (cond.ndim() != 1) c.bad("condition must be 1-D");
+  if (!c.has("axis")) x = c.m.reshape(c, x, {-1});
+  const Shape s = c.m.shape(x);
+  const int axis = normalize_axis(c, c.i("axis", 0), s.ndim());
+  const std::vector<double> keep = cond.contiguous().to(DType::kFloat64).to_vector<double>();
+  if ((int64_t)keep.size() > s[axis]) c.bad("condition is longer than the axis (" + std::to_string(keep.size()) + " > " + std::to_string(s[axis]) + ")");
+  std::vector<int64_t> index;
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (keep[i] != 0) index.push_back((int64_t)i);
+  if (index.empty()) {
+    std::vector<int64_t> shape(s.begin(), s.end());
+    shape[axis] = 0;
+    return {c.m.emit(c, OpId::k_fill, {}, Attrs::of(shape, 0.0, c.m.dtype(x)))};
+  }
+  return {c.m.take(c, x, axis, index)};
+}
+
 }  // namespace
 
 void add_nd_index_ops(HandlerTable& t) {
+  t["Compress"] = compress;
   t["GatherND"] = gather_nd;
   t["ScatterND"] = scatter_nd;
 }

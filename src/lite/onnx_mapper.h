@@ -3,7 +3,15 @@
 // negative-step Slice, DepthToSpace, Tile, Trilu, CumSum), onnx_map_resize.cc (Resize, Upsample),
 // onnx_map_conv_transpose.cc, onnx_map_recurrent.cc (LSTM, GRU, RNN), onnx_map_control.cc (If) and
 // onnx_map_math.cc (rounding, Mod, OneHot, Hardmax, group and Lp normalisation) and
-// onnx_map_nd_index.cc (GatherND, ScatterND) and onnx_map_topk.cc.
+// onnx_map_nd_index.cc (GatherND, ScatterND), onnx_map_topk.cc, onnx_map_attention.cc (Attention)
+// onnx_map_loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), onnx_map_trig.cc (Tan,
+// Sinh, ..., Acos), onnx_map_product.cc (ReduceProd, CumProd), onnx_map_rotary.cc and
+// onnx_map_einsum.cc, onnx_map_bitwise.cc (Bitwise*, BitShift) and onnx_map_linear_attention.cc
+// (LinearAttention, CausalConvWithState), onnx_map_grid_sample.cc and onnx_map_quantize.cc (the
+// int8 family), onnx_map_pool_nd.cc (3-D, dilated and ceil-mode pooling, LpPool) and
+// onnx_map_signal.cc (windows, DFT), onnx_map_scatter.cc (TensorScatter, Col2Im) and
+// onnx_map_nms.cc and onnx_map_unique.cc (NonMaxSuppression, Unique, NonZero: computed when the graph
+// is mapped).
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -33,6 +41,8 @@ inline constexpr int kMaxSubgraphDepth = 16;
 // Values at most this large whose inputs are all known when the graph is mapped are computed then
 // (constants folded; with predict's inputs, NOTE [ONNX dynamic shapes]).
 inline constexpr int64_t kMaxKnownElements = 4096;
+// Loop and Scan iterations one mapping may unroll in all (nested loops multiply).
+inline constexpr int64_t kMaxUnrolled = 65536;
 
 [[noreturn]] inline void fail(ErrorCode code, const std::string& what) { throw Error(code, what); }
 
@@ -74,6 +84,9 @@ struct Mapper : lite::GraphBuilder {
   std::string label;
   int64_t opset = 0;
   int depth = 0;  // of If branches being mapped
+  // Loop and Scan iterations unrolled so far in this mapping, nested ones included: bounded so that
+  // nested loops cannot multiply into an endless mapping (kMaxUnrolled).
+  int64_t unrolled = 0;
   // Mapping with stand-in extents for symbolic dimensions (NOTE [ONNX dynamic shapes]): a choice
   // that could depend on an extent (an If) defers the mapping to predict.
   bool probing = false;
@@ -150,6 +163,17 @@ uint32_t pad_axis(NodeCtx& c, uint32_t x, int axis, int64_t begin, int64_t end, 
 std::vector<int64_t> resolve_pads(NodeCtx& c, const Shape& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                                   const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads);
 
+// Floating x rounded half to even, and floored (NaN and |x| >= 2^52 pass through unchanged):
+// onnx_map_math.cc.
+uint32_t round_half_even(NodeCtx& c, uint32_t x);
+uint32_t floor_of(NodeCtx& c, uint32_t x);
+
+// x's product along `axis`, kept as an extent of 1 (onnx_map_product.cc).
+uint32_t product_along(NodeCtx& c, uint32_t x, int axis);
+// flat [Q, ...] with the updates upd [T, ...] reduced into row lin[t] by mul, max or min
+// (onnx_map_nd_index.cc; ScatterND and ScatterElements).
+uint32_t scatter_reduced(NodeCtx& c, uint32_t flat, uint32_t lin, uint32_t upd, const std::string& reduction);
+
 // Maps the nodes of `graph` (the model's, or an If branch's) into m, reading and defining names
 // in m.names.
 void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label);
@@ -163,6 +187,21 @@ void add_control_ops(HandlerTable& t);
 void add_math_ops(HandlerTable& t);
 void add_nd_index_ops(HandlerTable& t);
 void add_topk_ops(HandlerTable& t);
+void add_attention_ops(HandlerTable& t);
+void add_loss_ops(HandlerTable& t);
+void add_trig_ops(HandlerTable& t);
+void add_product_ops(HandlerTable& t);
+void add_rotary_ops(HandlerTable& t);
+void add_einsum_ops(HandlerTable& t);
+void add_bitwise_ops(HandlerTable& t);
+void add_linear_attention_ops(HandlerTable& t);
+void add_grid_sample_ops(HandlerTable& t);
+void add_quantize_ops(HandlerTable& t);  // after Conv: ConvInteger and QLinearConv use its mapping
+void add_pool_nd_ops(HandlerTable& t);   // after MaxPool and AveragePool, which it extends
+void add_signal_ops(HandlerTable& t);
+void add_scatter_ops(HandlerTable& t);
+void add_nms_ops(HandlerTable& t);
+void add_unique_ops(HandlerTable& t);
 
 // Convolution and pooling over 1-D or 2-D spatial inputs: a 1-D one ([N, C, L]) runs as 2-D with a
 // height of 1, every per-axis attribute getting the neutral value for the height in front.

@@ -1,0 +1,109 @@
+// ONNX's BitwiseAnd / Or / Xor / Not and BitShift written with registry ops (NOTE [ONNX
+// attention and losses]). The registry has no bit operations; for integer types up to 32 bits
+// every step is exact in float64: a value is read as its unsigned W-bit pattern (x + 2^W when
+// negative), a bit is floor(q / 2) halving, a shift a multiplication or floor division by 2^y
+// (powers of two scale exactly), and the result wrapped modulo 2^W and read back as signed.
+// 64-bit integers would need 64 exact bits, more than float64 holds: refused (kUnsupported).
+// BitwiseNot is -x - 1 (two's complement) or max - x (unsigned), exact in any integer type.
+#include <cmath>
+
+#include "lite/onnx_mapper.h"
+
+namespace spore::onnx::detail {
+namespace {
+
+struct Bits {
+  NodeCtx& c;
+  DType t;
+  int width = 0;
+  bool is_signed = false;
+
+  Bits(NodeCtx& ctx, DType type, bool allow64) : c(ctx), t(type) {
+    switch (t) {
+      case DType::kInt8: width = 8, is_signed = true; break;
+      case DType::kUInt8: width = 8; break;
+      case DType::kInt32: width = 32, is_signed = true; break;
+      case DType::kInt64: width = 64, is_signed = true; break;
+      default: c.bad(c.node.op_type() + " takes integer inputs, not " + dtype_name(t));
+    }
+    if (width == 64 && !allow64) c.unsupported(c.node.op_type() + " of 64-bit integers (exact only to 53 bits in float64)");
+  }
+  uint32_t e(OpId op, std::vector<uint32_t> ins) { return c.m.emit(c, op, ins); }
+  uint32_t k(double v) { return c.m.scalar(v, DType::kFloat64); }
+  uint32_t floor(uint32_t x) {  // |x| < 2^53 here
+    const uint32_t whole = c.m.cast_to(c, c.m.cast_to(c, x, DType::kInt64), DType::kFloat64);
+    return e(OpId::k_sub, {whole, c.m.cast_to(c, e(OpId::k_gt, {whole, x}), DType::kFloat64)});
+  }
+  uint32_t f64(uint32_t x) { return c.m.cast_to(c, c.m.cast_to(c, x, t), DType::kFloat64); }
+  // The unsigned W-bit pattern of x (as float64), and back.
+  uint32_t pattern(uint32_t x) {
+    if (!is_signed) return x;
+    return e(OpId::k_where, {e(OpId::k_lt, {x, k(0)}), e(OpId::k_add, {x, k(std::ldexp(1.0, width))}), x});
+  }
+  uint32_t value(uint32_t u) {
+    uint32_t v = e(OpId::k_sub, {u, e(OpId::k_mul, {floor(e(OpId::k_div, {u, k(std::ldexp(1.0, width))})), k(std::ldexp(1.0, width))})});
+    if (is_signed) v = e(OpId::k_where, {e(OpId::k_ge, {v, k(std::ldexp(1.0, width - 1))}), e(OpId::k_sub, {v, k(std::ldexp(1.0, width))}), v});
+    return c.m.cast_to(c, v, t);
+  }
+};
+
+Handler bitwise(const std::string& op) {
+  return [op](NodeCtx& c) {
+    const DType t = c.m.dtype(c.at(0));
+    if (c.m.dtype(c.at(1)) != t) c.bad(op + "'s inputs must share one type");
+    Bits b(c, t, false);
+    uint32_t qa = b.pattern(b.f64(c.at(0))), qb = b.pattern(b.f64(c.at(1)));
+    uint32_t sum = kNone;
+    for (int bit = 0; bit < b.width; ++bit) {
+      const uint32_t na = b.floor(b.e(OpId::k_mul, {qa, b.k(0.5)})), nb = b.floor(b.e(OpId::k_mul, {qb, b.k(0.5)}));
+      const uint32_t x = b.e(OpId::k_sub, {qa, b.e(OpId::k_mul, {na, b.k(2)})}), y = b.e(OpId::k_sub, {qb, b.e(OpId::k_mul, {nb, b.k(2)})});
+      const uint32_t xy = b.e(OpId::k_mul, {x, y});
+      uint32_t r;
+      if (op == "BitwiseAnd") r = xy;
+      else if (op == "BitwiseOr") r = b.e(OpId::k_sub, {b.e(OpId::k_add, {x, y}), xy});
+      else r = b.e(OpId::k_sub, {b.e(OpId::k_add, {x, y}), b.e(OpId::k_mul, {xy, b.k(2)})});
+      r = b.e(OpId::k_mul, {r, b.k(std::ldexp(1.0, bit))});
+      sum = sum == kNone ? r : b.e(OpId::k_add, {sum, r});
+      qa = na, qb = nb;
+    }
+    return std::vector<uint32_t>{b.value(sum)};
+  };
+}
+
+std::vector<uint32_t> bitwise_not(NodeCtx& c) {
+  const uint32_t x = c.at(0);
+  Bits b(c, c.m.dtype(x), true);
+  if (b.is_signed) return {c.m.emit(c, OpId::k_sub, {c.m.emit(c, OpId::k_neg, {x}), c.m.scalar(1, b.t)})};
+  return {c.m.emit(c, OpId::k_sub, {c.m.scalar(std::ldexp(1.0, b.width) - 1, b.t), x})};
+}
+
+// X shifted by Y bits; a Y below 0 or of W and more leaves only the sign fill (-1 for a right
+// shift of a negative X, else 0).
+std::vector<uint32_t> bit_shift(NodeCtx& c) {
+  const DType t = c.m.dtype(c.at(0));
+  if (c.m.dtype(c.at(1)) != t) c.bad("BitShift's inputs must share one type");
+  const std::string direction = c.s("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") c.bad("direction must be LEFT or RIGHT, not '" + direction + "'");
+  Bits b(c, t, false);
+  const uint32_t x = b.f64(c.at(0)), y = b.f64(c.at(1));
+  const uint32_t in_range = b.e(OpId::k_logical_and, {b.e(OpId::k_ge, {y, b.k(0)}), b.e(OpId::k_lt, {y, b.k(b.width)})});
+  const uint32_t scale = b.e(OpId::k_pow, {b.k(2), b.e(OpId::k_where, {in_range, y, b.k(0)})});
+  uint32_t shifted, fill = b.k(0);
+  if (direction == "LEFT") {
+    shifted = b.e(OpId::k_mul, {b.pattern(x), scale});
+  } else {
+    shifted = b.floor(b.e(OpId::k_div, {x, scale}));  // floor division: the arithmetic shift
+    if (b.is_signed) fill = b.e(OpId::k_where, {b.e(OpId::k_lt, {x, b.k(0)}), b.k(-1), b.k(0)});
+  }
+  return {b.value(b.pattern(b.e(OpId::k_where, {in_range, shifted, fill})))};
+}
+
+}  // namespace
+
+void add_bitwise_ops(HandlerTable& t) {
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) t[op] = bitwise(op);
+  t["BitwiseNot"] = bitwise_not;
+  t["BitShift"] = bit_shift;
+}
+
+}  // namespace spore::onnx::detail

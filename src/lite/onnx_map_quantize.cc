@@ -1,0 +1,212 @@
+// ONNX's int8 family written with registry ops (NOTE [ONNX attention and losses]):
+// QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; uint8 and int8),
+// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv. The integer
+// products and their sums run in float64, where every value involved (8-bit products, sums below
+// 2^53) is exact, so the results are the integer results the spec defines; rounding is half to
+// even and saturation clamps to the 8-bit range. This is exact, not fast: no int8 kernel runs.
+#include <cmath>
+
+#include "lite/onnx_mapper.h"
+
+namespace spore::onnx::detail {
+namespace {
+
+struct Range {
+  double lo, hi;
+};
+Range range_of(NodeCtx& c, DType t) {
+  if (t == DType::kUInt8) return {0, 255};
+  if (t == DType::kInt8) return {-128, 127};
+  c.unsupported(std::string("a quantized type ") + dtype_name(t) + " (Spore maps uint8 and int8)");
+}
+
+// A scale or zero point shaped to broadcast against x: one value, one per slice along `axis`, or
+// (block_size > 0) one per block of block_size slices along `axis`.
+uint32_t param_for(NodeCtx& c, uint32_t p, const Shape& xs, int64_t axis_attr, int64_t block) {
+  Mapper& m = c.m;
+  const Shape ps = m.shape(p);
+  if (ps.numel() == 1) return m.reshape(c, p, {});
+  const int axis = normalize_axis(c, axis_attr, xs.ndim());
+  if (block <= 0) {
+    if (ps.ndim() != 1 || ps[0] != xs[axis]) c.bad("a per-axis scale or zero point must be 1-D with " + std::to_string(xs[axis]) + " values");
+    std::vector<int64_t> shape((size_t)xs.ndim(), 1);
+    shape[(size_t)axis] = xs[axis];
+    return m.reshape(c, p, shape);
+  }
+  if (ps.ndim() != xs.ndim() || ps[axis] != (xs[axis] + block - 1) / block) c.bad("a blocked scale or zero point must have x's shape with ceil(extent / block_size) along axis");
+  for (int d = 0; d < xs.ndim(); ++d)
+    if (d != axis && ps[d] != xs[d]) c.bad("a blocked scale or zero point must have x's shape except along axis");
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < xs[axis]; ++i) idx.push_back(i / block);
+  return m.take(c, p, axis, idx);
+}
+
+// round half to even of v (float64) plus zp, clamped to t's range, as t.
+uint32_t saturate(NodeCtx& c, uint32_t v, uint32_t zp, DType t) {
+  Mapper& m = c.m;
+  const Range r = range_of(c, t);
+  uint32_t q = round_half_even(c, v);
+  if (zp != kNone) q = m.emit(c, OpId::k_add, {q, m.cast_to(c, zp, DType::kFloat64)});
+  q = m.emit(c, OpId::k_minimum, {m.emit(c, OpId::k_maximum, {q, m.scalar(r.lo, DType::kFloat64)}), m.scalar(r.hi, DType::kFloat64)});
+  return m.cast_to(c, q, t);
+}
+
+std::vector<uint32_t> quantize_linear(NodeCtx& c) {
+  Mapper& m = c.m;
+  const uint32_t x = c.at(0);
+  const Shape xs = m.shape(x);
+  const int64_t axis = c.i("axis", 1), block = c.i("block_size", 0);
+  if (block < 0) c.bad("block_size must be >= 0");
+  DType out = DType::kUInt8;
+  if (c.has("output_dtype") && c.i("output_dtype", 0) != 0 && !dtype_of((int32_t)c.i("output_dtype", 0), out))
+    c.unsupported("output_dtype " + onnx_type_name((int32_t)c.i("output_dtype", 0)));
+  if (c.given(2)) {
+    if (c.has("output_dtype") && c.i("output_dtype", 0) != 0 && m.dtype(c.at(2)) != out) c.bad("output_dtype and the zero point's type differ");
+    out = m.dtype(c.at(2));
+  }
+  range_of(c, out);
+  // x / scale in the type the spec computes it in (precision, else x's), then rounded.
+  DType div = m.dtype(x);
+  if (c.has("precision") && c.i("precision", 0) != 0 && !dtype_of((int32_t)c.i("precision", 0), div))
+    c.unsupported("precision " + onnx_type_name((int32_t)c.i("precision", 0)));
+  if (!is_floating(div)) div = DType::kFloat64;
+  const uint32_t scale = m.cast_to(c, param_for(c, c.at(1), xs, axis, block), div);
+  const uint32_t v = m.cast_to(c, m.emit(c, OpId::k_div, {m.cast_to(c, x, div), scale}), DType::kFloat64);
+  return {saturate(c, v, c.given(2) ? param_for(c, c.at(2), xs, axis, block) : kNone, out)};
+}
+
+std::vector<uint32_t> dequantize_linear(NodeCtx& c) {
+  Mapper& m = c.m;
+  const uint32_t x = c.at(0);
+  const Shape xs = m.shape(x);
+  const int64_t axis = c.i("axis", 1), block = c.i("block_size", 0);
+  if (block < 0) c.bad("block_size must be >= 0");
+  DType out = m.dtype(c.at(1));
+  if (c.has("output_dtype") && c.i("output_dtype", 0) != 0 && !dtype_of((int32_t)c.i("output_dtype", 0), out))
+    c.unsupported("output_dtype " + onnx_type_name((int32_t)c.i("output_dtype", 0)));
+  if (m.dtype(x) != DType::kUInt8 && m.dtype(x) != DType::kInt8 && m.dtype(x) != DType::kInt32)
+    c.unsupported(std::string("dequantizing ") + dtype_name(m.dtype(x)));
+  uint32_t d = m.cast_to(c, x, DType::kFloat32);
+  if (c.given(2)) d = m.emit(c, OpId::k_sub, {d, m.cast_to(c, param_for(c, c.at(2), xs, axis, block), DType::kFloat32)});
+  const DType st = m.dtype(c.at(1)) == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  const uint32_t y = m.emit(c, OpId::k_mul, {m.cast_to(c, d, st), m.cast_to(c, param_for(c, c.at(1), xs, axis, block), st)});
+  return {m.cast_to(c, y, out)};
+}
+
+// y = saturate(round(x / scale) + zp) with scale and zp from x's range (widened to hold 0), in
+// float32 as the spec's formula is written.
+std::vector<uint32_t> dynamic_quantize_linear(NodeCtx& c) {
+  Mapper& m = c.m;
+  const uint32_t x = m.cast_to(c, c.at(0), DType::kFloat32);
+  const Shape xs = m.shape(x);
+  if (xs.numel() == 0) c.unsupported("DynamicQuantizeLinear of an empty tensor");
+  std::vector<int64_t> all((size_t)xs.ndim());
+  for (size_t a = 0; a < all.size(); ++a) all[a] = (int64_t)a;
+  auto f = [&](double v) { return m.scalar(v, DType::kFloat32); };
+  uint32_t hi = x, lo = x;
+  if (!all.empty()) {
+    hi = m.emit(c, OpId::k_max, {x}, Attrs::of(all, false));
+    lo = m.emit(c, OpId::k_min, {x}, Attrs::of(all, false));
+  }
+  hi = m.emit(c, OpId::k_maximum, {hi, f(0)});
+  lo = m.emit(c, OpId::k_minimum, {lo, f(0)});
+  const uint32_t spread = m.emit(c, OpId::k_sub, {hi, lo});
+  const uint32_t width = m.emit(c, OpId::k_where, {m.emit(c, OpId::k_eq, {hi, lo}), f(1), spread});
+  const uint32_t scale = m.emit(c, OpId::k_div, {width, f(255)});
+  uint32_t zp = m.emit(c, OpId::k_sub, {f(0), m.emit(c, OpId::k_div, {lo, scale})});
+  zp = m.emit(c, OpId::k_minimum, {m.emit(c, OpId::k_maximum, {zp, f(0)}), f(255)});
+  const uint32_t zpi = round_half_even(c, zp);
+  const uint32_t y = saturate(c, m.cast_to(c, m.emit(c, OpId::k_div, {x, scale}), DType::kFloat64), zpi, DType::kUInt8);
+  return {y, m.cast_to(c, scale, m.dtype(c.at(0))), m.cast_to(c, zpi, DType::kUInt8)};
+}
+
+// v - zp in float64; a 1-D zero point of `rows` values applies per row of a matrix ([rows, 1]).
+uint32_t centered(NodeCtx& c, uint32_t v, size_t zp_input, bool per_row) {
+  Mapper& m = c.m;
+  uint32_t d = m.cast_to(c, v, DType::kFloat64);
+  if (!c.given(zp_input)) return d;
+  uint32_t zp = m.cast_to(c, c.at(zp_input), DType::kFloat64);
+  const Shape zs = m.shape(zp);
+  if (zs.numel() == 1) zp = m.reshape(c, zp, {});
+  else if (per_row && zs.ndim() == 1) zp = m.reshape(c, zp, {zs[0], 1});
+  return m.emit(c, OpId::k_sub, {d, zp});
+}
+
+// a scale: one value, or a 1-D one per row ([rows, 1]) or per column.
+uint32_t scale_of(NodeCtx& c, size_t k, bool per_row) {
+  Mapper& m = c.m;
+  uint32_t s = c.at(k);
+  const Shape ss = m.shape(s);
+  if (ss.numel() == 1) return m.reshape(c, s, {});
+  if (per_row && ss.ndim() == 1) return m.reshape(c, s, {ss[0], 1});
+  return s;
+}
+
+std::vector<uint32_t> matmul_integer(NodeCtx& c) {
+  Mapper& m = c.m;
+  for (size_t k : {0, 1}) range_of(c, m.dtype(c.at(k)));
+  const uint32_t y = m.emit(c, OpId::k_matmul, {centered(c, c.at(0), 2, true), centered(c, c.at(1), 3, false)});
+  return {m.cast_to(c, y, DType::kInt32)};
+}
+
+std::vector<uint32_t> qlinear_matmul(NodeCtx& c) {
+  Mapper& m = c.m;
+  for (size_t k : {0, 3}) range_of(c, m.dtype(c.at(k)));
+  const uint32_t acc = m.emit(c, OpId::k_matmul, {centered(c, c.at(0), 2, true), centered(c, c.at(3), 5, false)});
+  // The multiplier a_scale * b_scale / y_scale in the scales' type, then applied in float64.
+  const DType st = m.dtype(c.at(1));
+  const uint32_t mult = m.emit(c, OpId::k_div, {m.emit(c, OpId::k_mul, {scale_of(c, 1, true), m.cast_to(c, scale_of(c, 4, false), st)}), m.cast_to(c, scale_of(c, 6, false), st)});
+  const uint32_t v = m.emit(c, OpId::k_mul, {acc, m.cast_to(c, mult, DType::kFloat64)});
+  const DType out = c.given(7) ? m.dtype(c.at(7)) : m.dtype(c.at(0));
+  return {saturate(c, v, c.given(7) ? c.at(7) : kNone, out)};
+}
+
+// ConvInteger / QLinearConv: Conv's own mapping (every attribute) over the centred float64
+// inputs; the weight's zero point is per output channel when it has one value per channel.
+Handler conv_integer(Handler conv, bool qlinear) {
+  return [conv, qlinear](NodeCtx& c) {
+    Mapper& m = c.m;
+    const size_t xi = 0, wi = qlinear ? 3 : 1, xz = qlinear ? 2 : 2, wz = qlinear ? 5 : 3;
+    range_of(c, m.dtype(c.at(xi)));
+    range_of(c, m.dtype(c.at(wi)));
+    const uint32_t x = centered(c, c.at(xi), xz, false);
+    uint32_t w = m.cast_to(c, c.at(wi), DType::kFloat64);
+    const Shape ws = m.shape(w);
+    std::vector<int64_t> per_channel((size_t)ws.ndim(), 1);
+    per_channel[0] = ws[0];
+    if (c.given(wz)) {
+      const uint32_t zp = m.cast_to(c, c.at(wz), DType::kFloat64);
+      w = m.emit(c, OpId::k_sub, {w, m.shape(zp).numel() == 1 ? m.reshape(c, zp, {}) : m.reshape(c, zp, per_channel)});
+    }
+    NodeCtx inner{c.m, c.node, {x, w}, c.where};
+    if (qlinear && c.given(8)) inner.in.push_back(m.cast_to(c, c.at(8), DType::kFloat64));
+    const uint32_t acc = conv(inner)[0];
+    if (!qlinear) return std::vector<uint32_t>{m.cast_to(c, acc, DType::kInt32)};
+    const DType st = m.dtype(c.at(1));
+    auto per = [&](size_t k) {
+      const uint32_t s = m.cast_to(c, c.at(k), st);
+      if (m.shape(s).numel() == 1) return m.reshape(c, s, {});
+      std::vector<int64_t> shape((size_t)m.shape(acc).ndim(), 1);
+      shape[1] = m.shape(s).numel();
+      return m.reshape(c, s, shape);
+    };
+    const uint32_t mult = m.emit(c, OpId::k_div, {m.emit(c, OpId::k_mul, {per(1), per(4)}), per(6)});
+    const uint32_t v = m.emit(c, OpId::k_mul, {acc, m.cast_to(c, mult, DType::kFloat64)});
+    const DType out = c.given(7) ? m.dtype(c.at(7)) : m.dtype(c.at(0));
+    return std::vector<uint32_t>{saturate(c, v, c.given(7) ? c.at(7) : kNone, out)};
+  };
+}
+
+}  // namespace
+
+void add_quantize_ops(HandlerTable& t) {
+  t["QuantizeLinear"] = quantize_linear;
+  t["DequantizeLinear"] = dequantize_linear;
+  t["DynamicQuantizeLinear"] = dynamic_quantize_linear;
+  t["MatMulInteger"] = matmul_integer;
+  t["QLinearMatMul"] = qlinear_matmul;
+  t["ConvInteger"] = conv_integer(t.at("Conv"), false);
+  t["QLinearConv"] = conv_integer(t.at("Conv"), true);
+}
+
+}  // namespace spore::onnx::detail
