@@ -93,7 +93,7 @@ TEST(DenseFamilies, ConvertNamesBadLongRopeFactors) {
     cfg["rope_parameters"]["long_factor"] = {1.0, 2.0, 3.0};
     write_text(dir / "config.json", cfg.dump());
     const auto out = dir / "out.gguf";
-    expect_error([&] { nlp::convert_hf_to_gguf(dir, out); }, ErrorCode::kFormat, "long_factor", "4 numbers");
+    expect_error([&] { nlp::convert_hf_to_gguf(dir, out); }, ErrorCode::kFormat, "long_factor", "4 entries");
     EXPECT_FALSE(std::filesystem::exists(out)) << family;
     std::filesystem::remove_all(dir);
   }
