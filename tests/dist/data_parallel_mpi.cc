@@ -98,19 +98,11 @@ TEST(DataParallel, RankOrderReductionIsBitwiseTheSequentialFold) {
 // The digits CNN of examples/ (convolutions, pooling), the same comparison on real data.
 TEST(DataParallel, DigitsCnnMatchesSingleProcessOnTheCombinedBatch) {
   ProcessGroup& g = world();
-  const examples::DigitsSplit d = examples::load_digits(examples::kDigitsPath, 0.2, 7);
   const int64_t B = 8;
   const int steps = 6;
-  auto batch = [&](int64_t t) {
-    const int64_t rows = B * g.size(), start = (t * rows) % (d.train_images.shape()[0] - rows);
-    return Batch{slice(d.train_images, 0, start, start + rows),
-                 slice(d.train_labels, 0, start, start + rows)};
-  };
-  auto single = examples::make_digits_cnn(5);
-  const auto init = param_values(*single);
-  train_single(*single, steps, batch);
-  const auto want = param_values(*single);
-  ASSERT_GT(max_diff(want, init), 1e-3);
+  const DigitsReference ref = digits_reference(g, B, steps);
+  const auto& batch = ref.batch;
+  const auto& want = ref.want;
   auto net = examples::make_digits_cnn(5);
   DistributedDataParallel ddp(net, g);
   train_ddp(ddp, steps, batch, B);

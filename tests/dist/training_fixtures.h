@@ -1,12 +1,15 @@
 // The data-parallel tests' shared pieces (tests/dist/*_mpi.cc): the MLP, each step's batch and
 // its shards, the single-process and DDP training loops, and parameter comparisons.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "common/digits_cnn.h"
 #include "spore/dist.h"
 #include "spore/nn/dense.h"
 #include "spore/nn/losses.h"
@@ -78,6 +81,29 @@ inline void train_ddp(DistributedDataParallel& ddp, int steps, const std::functi
     Batch b = shard(batch(t), world().rank(), per_rank);
     opt->step(vg({b.x, b.y}).weight_grads);
   }
+}
+
+// The digits CNN's data split into global batches of B rows per rank, and the parameters one
+// process reaches after `steps` steps on those combined batches: the reference every DDP run of
+// the CNN (eager or compiled) is held to.
+struct DigitsReference {
+  std::function<Batch(int64_t)> batch;
+  std::vector<std::vector<double>> want;
+};
+inline DigitsReference digits_reference(ProcessGroup& g, int64_t B, int steps) {
+  auto d = std::make_shared<examples::DigitsSplit>(examples::load_digits(examples::kDigitsPath, 0.2, 7));
+  const int64_t rows = B * g.size();
+  DigitsReference r;
+  r.batch = [d, rows](int64_t t) {
+    const int64_t start = (t * rows) % (d->train_images.shape()[0] - rows);
+    return Batch{slice(d->train_images, 0, start, start + rows), slice(d->train_labels, 0, start, start + rows)};
+  };
+  auto single = examples::make_digits_cnn(5);
+  const auto init = param_values(*single);
+  train_single(*single, steps, r.batch);
+  r.want = param_values(*single);
+  EXPECT_GT(max_diff(r.want, init), 1e-3);  // the steps moved the parameters
+  return r;
 }
 
 }  // namespace spore::dist::test
