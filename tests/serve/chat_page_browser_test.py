@@ -126,16 +126,8 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
             "window.pieces=[];new MutationObserver(()=>{const a=document.querySelectorAll('.assistant');"
             "if(a.length)window.pieces.push(a[a.length-1].textContent.length)})"
             ".observe(document.getElementById('log'),{childList:true,subtree:true,characterData:true});")
-        driver.find_element(By.ID, "input").send_keys(question)
-        driver.find_element(By.ID, "send").click()
-        wait.until(lambda d: state(d) in ("done", "error"))
-        assert state(driver) == "done", driver.find_element(By.ID, "log").text
-        answer = driver.find_elements(By.CSS_SELECTOR, ".assistant")[-1].text
-        expected = json.loads(api(base, "/v1/chat/completions", {
-            "model": listed[0], "messages": [{"role": "user", "content": question}], "max_tokens": 24,
-            "temperature": 0}))
-        want = expected["choices"][0]["message"]["content"]
-        assert answer.strip() == want.strip(), (answer, want)
+        answer, expected = ask_and_compare(driver, By, wait, state, base, question,
+                                           {"model": listed[0], "max_tokens": 24, "temperature": 0})
         pieces = [n for n in driver.execute_script("return window.pieces") if n > 0]
         assert len(set(pieces)) >= 3, "the answer did not stream (lengths seen: %s)" % pieces
         figures = driver.find_element(By.ID, "figures").text
@@ -195,16 +187,9 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
         set_value(driver, "max_tokens", "48")
         driver.find_element(By.ID, "json_mode").click()
         question = "Describe a cat with its name and age."
-        driver.find_element(By.ID, "input").send_keys(question)
-        driver.find_element(By.ID, "send").click()
-        wait.until(lambda d: state(d) in ("done", "error"))
-        assert state(driver) == "done", driver.find_element(By.ID, "log").text
-        answer = driver.find_elements(By.CSS_SELECTOR, ".assistant")[-1].text
-        expected = json.loads(api(base, "/v1/chat/completions", {
-            "model": listed[0], "messages": [{"role": "user", "content": question}], "max_tokens": 48,
-            "temperature": 0, "response_format": {"type": "json_object"}}))
-        want = expected["choices"][0]["message"]["content"]
-        assert answer.strip() == want.strip(), (answer, want)
+        answer, expected = ask_and_compare(driver, By, wait, state, base, question,
+                                           {"model": listed[0], "max_tokens": 48, "temperature": 0,
+                                            "response_format": {"type": "json_object"}})
         assert answer.lstrip().startswith("{"), answer
         if expected["choices"][0]["finish_reason"] == "stop":
             assert isinstance(json.loads(answer), dict), answer
@@ -226,6 +211,22 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
         raise
     finally:
         driver.quit()
+
+
+def ask_and_compare(driver, By, wait, state, base, question, settings):
+    """Sends `question` from the page and waits for the answer; asserts it is the server's own
+    (non-streamed) answer to the same one-message conversation with `settings`. Returns the page's
+    answer and the server's JSON."""
+    driver.find_element(By.ID, "input").send_keys(question)
+    driver.find_element(By.ID, "send").click()
+    wait.until(lambda d: state(d) in ("done", "error"))
+    assert state(driver) == "done", driver.find_element(By.ID, "log").text
+    answer = driver.find_elements(By.CSS_SELECTOR, ".assistant")[-1].text
+    expected = json.loads(api(base, "/v1/chat/completions",
+                              dict(settings, messages=[{"role": "user", "content": question}])))
+    want = expected["choices"][0]["message"]["content"]
+    assert answer.strip() == want.strip(), (answer, want)
+    return answer, expected
 
 
 def enter_key(driver, key):
