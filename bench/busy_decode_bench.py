@@ -10,6 +10,10 @@ the caller's environment has one (--policy sets it for both), because what the r
 how each behaves by default beside other work. Figures are medians over the rounds.
 
     python3 bench/busy_decode_bench.py [--rounds 3] [--threads 2] [--model FILE] [--policy passive]
+                                       [--isa native|avx2]
+
+--isa avx2 runs Spore with SPORE_CPU_ISA=avx2 and the llama-bench built for AVX2 alone
+(llm_bench.ISAS), so the row exists at both ISA levels.
 
 Targets (issue 28): busy decode >= 1.5x llama.cpp's busy decode, and >= 0.5x Spore's own quiet
 decode. Prints one table row per thread count; records nothing (copy the row into bench/README.md
@@ -36,10 +40,13 @@ def stop(procs):
         p.wait()
 
 
-def env_with(policy):
-    env = dict(os.environ)
+def env_with(base, policy, spore_isa=None):
+    env = dict(base)
     if policy:
         env["OMP_WAIT_POLICY"] = policy
+    env.pop("SPORE_CPU_ISA", None)
+    if spore_isa:
+        env["SPORE_CPU_ISA"] = spore_isa
     return env
 
 
@@ -50,9 +57,9 @@ def spore_tg(spore, model, threads, tg, env):
     return next(r["tokens_per_s"] for r in json.loads(out) if r["test"].startswith("tg"))
 
 
-def llama_tg(model, threads, tg, env):
+def llama_tg(model, threads, tg, env, isa):
     import json
-    out = llm_bench.run([llm_bench.LLAMA_BENCH, "-m", model, "-t", str(threads), "-p", "0", "-n", str(tg), "-r", "1",
+    out = llm_bench.run([llm_bench.llama_bench_path(isa), "-m", model, "-t", str(threads), "-p", "0", "-n", str(tg), "-r", "1",
                          "-o", "json"], env=env)
     return next(r["avg_ts"] for r in json.loads(out) if r["n_gen"])
 
@@ -66,10 +73,12 @@ def main():
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--busy", type=int, default=2, help="busy-loop processes beside the engines")
     ap.add_argument("--policy", default="", help="OMP_WAIT_POLICY for both engines (default: the environment's)")
+    ap.add_argument("--isa", choices=sorted(llm_bench.ISAS), default="native")
     a = ap.parse_args()
-    llm_bench.ensure_llama_bench()
-    env = env_with(a.policy)
-    peer = dict(llm_bench.peer_env(), **({"OMP_WAIT_POLICY": a.policy} if a.policy else {}))
+    llm_bench.ensure_llama_bench(a.isa)
+    env = env_with(os.environ, a.policy, llm_bench.ISAS[a.isa]["spore_isa"])
+    peer = env_with(llm_bench.peer_env(), a.policy)
+    print(f"ISA level: {a.isa} ({llm_bench.ISAS[a.isa]['name']})")
     print("| model | threads | Spore quiet | Spore busy | llama.cpp busy | busy / llama.cpp (>= 1.5) | busy / quiet (>= 0.5) |")
     print("|---|---|---|---|---|---|---|")
     for threads in [int(t) for t in a.threads.split(",")]:
@@ -79,7 +88,7 @@ def main():
             loops = busy_loops(a.busy)
             try:
                 runs = [lambda: busy.append(spore_tg(a.spore, a.model, threads, a.gen_tokens, env)),
-                        lambda: peer_busy.append(llama_tg(a.model, threads, a.gen_tokens, peer))]
+                        lambda: peer_busy.append(llama_tg(a.model, threads, a.gen_tokens, peer, a.isa))]
                 for f in (runs if r % 2 == 0 else runs[::-1]):
                     f()
             finally:

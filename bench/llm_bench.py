@@ -1,8 +1,11 @@
 """Spore against llama.cpp's llama-bench on the same GGUF files, in the same run (NOTE [LLM benchmark]).
 
 The peer is llama.cpp's own `llama-bench`, built here (once, into build/peers/) from the llama.cpp
-sources that the PyPI source distribution of llama-cpp-python carries (vendor/llama.cpp), with its
-native CPU flags; it is never linked into Spore. Spore's side is `spore bench-llm`, which measures
+sources that the PyPI source distribution of llama-cpp-python carries (vendor/llama.cpp); it is
+never linked into Spore. Each ISA table has its own pair (--isa): `native` runs Spore at the level
+cpuid picks against a GGML_NATIVE llama-bench (build/peers/llama-build); `avx2` runs Spore with
+SPORE_CPU_ISA=avx2 against a llama-bench built with AVX/AVX2/FMA/F16C and every AVX-512 option off
+(build/peers/llama-build-avx2), so an AVX-512 machine also produces the AVX2 table. Spore's side is `spore bench-llm`, which measures
 the same two tests: pp<P> (one forward pass over P prompt tokens) and tg<G> (G one-token passes).
 For each model file and thread count the two engines run in interleaved rounds (the order flips
 every round), and a read-bandwidth probe (bench/peers/read_bw.c, a 512 MiB sum) runs in the same
@@ -12,10 +15,11 @@ rows attention reads, on average over the G positions). Peak resident memory of 
 from wait4().
 
     .venv-peers/bin/python tools/make_bench_models.py        # the model files, once
-    python3 bench/llm_bench.py [--rounds 3] [--threads 1,2] [--write-readme]
+    python3 bench/llm_bench.py [--isa native|avx2] [--rounds 3] [--threads 1,2] [--write-readme]
 
-Prints the table; --write-readme replaces the table in bench/README.md (between the llm-bench
-markers) and writes outputs/llm_bench.json with every sample.
+Prints the table; --write-readme replaces that ISA's table in bench/README.md (between the
+llm-bench markers for native, llm-bench-avx2 for avx2) and writes outputs/llm_bench[-avx2].json
+with every sample.
 """
 import argparse
 import datetime
@@ -30,27 +34,53 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS = os.path.join(ROOT, "build", "peers")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from llama_cpp_sdist import llama_cpp_source  # noqa: E402
+from llama_cpp_sdist import llama_build_dir, llama_tool  # noqa: E402
 MODELS = os.path.join(ROOT, "build", "bench-models")
 SMOLLM2_Q4_1 = os.path.join(ROOT, "models", "smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf")
-LLAMA_BENCH = os.path.join(PEERS, "llama-build", "bin", "llama-bench")
 READ_BW = os.path.join(PEERS, "read_bw")
-BEGIN, END = "<!-- llm-bench:begin -->", "<!-- llm-bench:end -->"
+# Per ISA table: Spore's SPORE_CPU_ISA (None: cpuid's level), the README markers, and how the
+# machine line names the pair; the peer's build flags are llama_cpp_sdist.ISA_FLAGS[isa].
+ISAS = {
+    "native": {"spore_isa": None, "marker": "llm-bench", "json": "llm_bench.json",
+               "name": "Spore at cpuid's SIMD level; llama-bench GGML_NATIVE"},
+    "avx2": {"spore_isa": "avx2", "marker": "llm-bench-avx2", "json": "llm_bench-avx2.json",
+             "name": "ISA avx2: Spore with SPORE_CPU_ISA=avx2; llama-bench built with GGML_NATIVE=OFF, "
+                     "AVX/AVX2/FMA/F16C on, every AVX-512 option off"},
+}
 
 
-def default_models(qwen_pp):
-    """(label, type, file, prompt tokens): SmolLM2 prefills --prompt-tokens (512), the Qwen-shaped
-    model --qwen-prompt-tokens (128, the size of the issue's reference figures; 512 on a quiet
-    machine)."""
-    rows = [("SmolLM2-135M", "Q4_1", SMOLLM2_Q4_1, None)]
-    for t in ("Q8_0", "F16"):
-        rows.append(("SmolLM2-135M", t, os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf"), None))
-    for t in ("f16", "q8_0", "q4_0", "q4_k"):
-        rows.append(("Qwen2.5-0.5B shape", t.upper(), os.path.join(MODELS, f"qwen2.5-0.5b-shape-{t}.gguf"), qwen_pp))
-    # Qwen3-30B-A3B's routing (128 experts, top 8) at hidden 512 (tools/make_bench_models.py).
-    for t in ("f16", "q8_0", "q4_k"):
-        rows.append(("Qwen3-30B-A3B routing", t.upper(),
-                     os.path.join(MODELS, f"qwen3-30b-a3b-routing-shape-{t}.gguf"), qwen_pp))
+def llama_bench_path(isa):
+    return os.path.join(llama_build_dir(PEERS, isa), "bin", "llama-bench")
+
+
+def markers(isa, row_set="main"):
+    m = ISAS[isa]["marker"] + ("" if row_set == "main" else f"-{row_set}")
+    return f"<!-- {m}:begin -->", f"<!-- {m}:end -->"
+
+
+def default_models(qwen_pp, moe=False, row_set="main"):
+    """(label, type, file, prompt tokens). Set "main", the issue 28 rows: SmolLM2-135M Q4_1 / Q8_0 /
+    F16 and the Qwen2.5-0.5B-shaped F16 (`spore convert`) with its Q8_0 / Q4_0 / Q4_K_M written by
+    llama.cpp's `llama-quantize` from that F16 (tools/make_bench_models.py). SmolLM2 prefills
+    --prompt-tokens (512), the Qwen-shaped model --qwen-prompt-tokens (128, the size of the issue's
+    reference figures; 512 on a quiet machine). moe: also the Qwen3-30B-A3B-routed rows. Set
+    "types", issue 27's item 6: the Qwen-shaped model as Q5_0, Q3_K_M, IQ4_XS and Q4_K_M from
+    llama-quantize, and the Qwen3-30B-A3B-routed model."""
+    rows = []
+    if row_set == "types":
+        for t in ("q5_0", "q3_k_m", "iq4_xs", "q4_k_m"):
+            rows.append(("Qwen2.5-0.5B shape", t.upper(), os.path.join(MODELS, f"qwen2.5-0.5b-shape-{t}.gguf"), qwen_pp))
+        moe = True
+    else:
+        rows.append(("SmolLM2-135M", "Q4_1", SMOLLM2_Q4_1, None))
+        for t in ("Q8_0", "F16"):
+            rows.append(("SmolLM2-135M", t, os.path.join(MODELS, f"SmolLM2-135M-Instruct.{t}.gguf"), None))
+        for t in ("f16", "q8_0", "q4_0", "q4_k_m"):
+            rows.append(("Qwen2.5-0.5B shape", t.upper(), os.path.join(MODELS, f"qwen2.5-0.5b-shape-{t}.gguf"), qwen_pp))
+    if moe:  # Qwen3-30B-A3B's routing (128 experts, top 8) at hidden 512 (tools/make_bench_models.py)
+        for t in ("f16", "q8_0", "q4_k"):
+            rows.append(("Qwen3-30B-A3B routing", t.upper(),
+                         os.path.join(MODELS, f"qwen3-30b-a3b-routing-shape-{t}.gguf"), qwen_pp))
     return rows
 
 
@@ -82,17 +112,10 @@ def peer_env():
     return env
 
 
-def ensure_llama_bench():
-    """Builds llama-bench from llama-cpp-python's sdist into build/peers/, only when missing."""
-    if os.path.exists(LLAMA_BENCH):
-        return
+def ensure_llama_bench(isa):
+    """The ISA's llama-bench, built from llama-cpp-python's sdist into build/peers/ when missing."""
     pip = os.path.join(ROOT, ".venv-peers", "bin", "pip")
-    src = llama_cpp_source(PEERS, [pip if os.path.exists(pip) else "pip"])
-    build = os.path.join(PEERS, "llama-build")
-    subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",
-                    "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-                    "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=ON"], check=True, env=peer_env())
-    subprocess.run(["cmake", "--build", build, "-j2", "--target", "llama-bench"], check=True, env=peer_env())
+    llama_tool(PEERS, [pip if os.path.exists(pip) else "pip"], "llama-bench", isa)
 
 
 def ensure_read_bw():
@@ -116,18 +139,21 @@ def gguf_kv_bytes_per_token(path):
     return layers * kv * dim * 2 * 2
 
 
-def spore_bench(spore, path, threads, pp, tg):
+def spore_bench(spore, path, threads, pp, tg, isa):
     env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive"))
+    env.pop("SPORE_CPU_ISA", None)
+    if ISAS[isa]["spore_isa"]:
+        env["SPORE_CPU_ISA"] = ISAS[isa]["spore_isa"]
     out, rss = run_rss([spore, "bench-llm", "--model", path, "--threads", str(threads), "--prompt-tokens", str(pp),
                         "--gen-tokens", str(tg), "--repetitions", "1", "--json", "--allow-unverified"], env=env)
     rows = json.loads(out)
     return {r["test"]: r["tokens_per_s"] for r in rows}, rss, rows[0]["weights_bytes"]
 
 
-def llama_bench(path, threads, pp, tg):
+def llama_bench(path, threads, pp, tg, isa):
     env = peer_env()
     env.setdefault("OMP_WAIT_POLICY", "passive")
-    out, rss = run_rss([LLAMA_BENCH, "-m", path, "-t", str(threads), "-p", str(pp), "-n", str(tg), "-r", "1", "-o", "json"],
+    out, rss = run_rss([llama_bench_path(isa), "-m", path, "-t", str(threads), "-p", str(pp), "-n", str(tg), "-r", "1", "-o", "json"],
                        env=env)
     got = {}
     for r in json.loads(out):
@@ -144,6 +170,12 @@ def read_bw(threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spore", default=os.path.join(ROOT, "build", "release", "bin", "spore"))
+    ap.add_argument("--isa", choices=sorted(ISAS), default="native",
+                    help="native: both at the machine's best; avx2: Spore's AVX2 level against an AVX2 llama-bench")
+    ap.add_argument("--moe", action="store_true", help="also the Qwen3-30B-A3B-routed rows (not in the issue's table)")
+    ap.add_argument("--set", choices=["main", "types"], default="main", dest="row_set",
+                    help="main: issue 28's rows; types: issue 27's type rows (Q5_0, Q3_K_M, IQ4_XS, Q4_K_M, MoE), "
+                         "their own README table")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--prompt-tokens", type=int, default=512)
@@ -152,10 +184,10 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated substrings: only model rows whose label holds one")
     ap.add_argument("--write-readme", action="store_true")
     a = ap.parse_args()
-    ensure_llama_bench()
+    ensure_llama_bench(a.isa)
     ensure_read_bw()
-    models = [m for m in default_models(a.qwen_prompt_tokens) if os.path.exists(m[2])]
-    missing = [m[2] for m in default_models(a.qwen_prompt_tokens) if not os.path.exists(m[2])]
+    models = [m for m in default_models(a.qwen_prompt_tokens, a.moe, a.row_set) if os.path.exists(m[2])]
+    missing = [m[2] for m in default_models(a.qwen_prompt_tokens, a.moe, a.row_set) if not os.path.exists(m[2])]
     for m in missing:
         print(f"missing {m}: .venv-peers/bin/python tools/make_bench_models.py")
     if a.only:
@@ -176,11 +208,11 @@ def main():
                 order = ("spore", "llama") if rnd % 2 == 0 else ("llama", "spore")
                 for who in order:
                     if who == "spore":
-                        got, rss, wbytes = spore_bench(a.spore, path, t, n_pp, a.gen_tokens)
+                        got, rss, wbytes = spore_bench(a.spore, path, t, n_pp, a.gen_tokens, a.isa)
                         s["weights_bytes"] = wbytes
                         s["rss_spore"] = max(s["rss_spore"], rss)
                     else:
-                        got, rss = llama_bench(path, t, n_pp, a.gen_tokens)
+                        got, rss = llama_bench(path, t, n_pp, a.gen_tokens, a.isa)
                         s["rss_llama"] = max(s["rss_llama"], rss)
                     for k in (pp, tg):
                         s[who][k].append(got[k])
@@ -218,18 +250,29 @@ def main():
     print(table)
     if a.write_readme:
         os.makedirs(os.path.join(ROOT, "outputs"), exist_ok=True)
-        with open(os.path.join(ROOT, "outputs", "llm_bench.json"), "w") as f:
-            json.dump({"started": started.isoformat(), "finished": finished.isoformat(), "loadavg": loads, "rows": rows}, f, indent=1)
+        suffix = "" if a.row_set == "main" else f"-{a.row_set}"
+        with open(os.path.join(ROOT, "outputs", ISAS[a.isa]["json"].replace(".json", f"{suffix}.json")), "w") as f:
+            json.dump({"isa": a.isa, "started": started.isoformat(), "finished": finished.isoformat(), "loadavg": loads,
+                       "rows": rows}, f, indent=1)
         readme = os.path.join(ROOT, "bench", "README.md")
-        text = open(readme).read()
-        block = f"{BEGIN}\n{table}\n{END}"
-        if BEGIN in text:
-            text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-        else:
-            text += "\n" + block + "\n"
+        text = replace_table(open(readme).read(), a.isa, table, a.row_set)
         open(readme, "w").write(text)
         print(f"wrote the table into {readme}")
     return 0
+
+
+def replace_table(text, isa, table, row_set="main"):
+    """text with the ISA's table (of the row set) between its markers; markers not there yet go
+    after the native table of the set (or at the end)."""
+    begin, end = markers(isa, row_set)
+    block = f"{begin}\n{table}\n{end}"
+    if begin in text:
+        return re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    native_end = markers("native", row_set)[1]
+    if isa != "native" and native_end in text:
+        at = text.index(native_end) + len(native_end)
+        return text[:at] + "\n\n" + block + text[at:]
+    return text + "\n" + block + "\n"
 
 
 def cpu_name():
@@ -243,10 +286,10 @@ def cpu_name():
 
 
 def render(rows, a, started, finished, loads):
-    lines = [f"Machine: {cpu_name()}, {os.cpu_count()} cores; {started:%Y-%m-%d %H:%M}-{finished:%H:%M} UTC; "
+    lines = [f"Machine ({a.isa} table): {cpu_name()}, {os.cpu_count()} cores; {started:%Y-%m-%d %H:%M}-{finished:%H:%M} UTC; "
              f"load average (1 min) {min(loads):.1f}-{max(loads):.1f} during the run; {a.rounds} interleaved rounds, "
              f"medians; prefill test ppN as named per row, decode tg{a.gen_tokens}; llama-bench from llama-cpp-python's sdist "
-             f"(vendor/llama.cpp, GGML_NATIVE); both with OMP_WAIT_POLICY=passive.", "",
+             f"(vendor/llama.cpp); {ISAS[a.isa]['name']}; both with OMP_WAIT_POLICY=passive.", "",
              "| model | type | thr | test | prefill spore | prefill llama.cpp | ratio | decode spore | decode llama.cpp | ratio "
              "| read GB/s | roofline t/s | spore % roof | llama.cpp % roof | targets (pp, tg) | peak RSS spore / llama.cpp MiB |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

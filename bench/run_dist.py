@@ -3,6 +3,12 @@
 
 usage: bench/run_dist.py [--build build/release] [--steps 50] [--iters 20] [--max-mib 256]
                          [--torch-python /work/main/.venv-peers/bin/python]
+       bench/run_dist.py --allreduce-rounds R [--iters 20] [--max-mib 4]
+
+--allreduce-rounds R: only the all_reduce table, Spore and the C MPI_Allreduce run alternately R
+times each (interleaved, so a load that comes and goes hits both alike), each figure the median
+over the rounds of the per-run medians, with every round's figures and the load printed too:
+the form for a loaded machine, where one run of each says little.
 
 1. Training step scaling on this machine's 2 cores: Spore's MLP and digits-CNN step
    (build/<preset>/bench/dist_bench) at 1 rank x 2 threads (the plain single-process step) and at
@@ -33,12 +39,25 @@ MPI_ENV = {"OMPI_MCA_btl": "self,vader", "OMPI_MCA_btl_vader_single_copy_mechani
            "OMPI_MCA_mpi_yield_when_idle": "1", "OMP_WAIT_POLICY": "passive"}
 
 
+# --launcher-defaults: Open MPI's own choices instead (what `spore launch -n 2` and a plain
+# `mpirun -np 2` give): each rank bound to a core, and spinning while it waits (Open MPI yields
+# only when the ranks outnumber the slots). NOTE [The caller runs its own all-reduce] explains
+# why that is the fairer condition on a busy machine.
+LAUNCHER_DEFAULTS = False
+
+
 def mpirun(ranks, threads, argv, extra_env=None):
-    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
+    bind = [] if LAUNCHER_DEFAULTS and ranks > 1 else ["--bind-to", "none"]
+    cmd = ["mpirun", "--oversubscribe", *bind, "-np", str(ranks),
            "-x", f"SPORE_NUM_THREADS={threads}", "-x", f"OMP_NUM_THREADS={threads}"]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
-    env = dict(os.environ, **MPI_ENV, **(extra_env or {}))
+    base = dict(MPI_ENV)
+    if LAUNCHER_DEFAULTS:
+        del base["OMPI_MCA_mpi_yield_when_idle"]
+    env = dict(os.environ, **base, **(extra_env or {}))
+    if LAUNCHER_DEFAULTS:
+        env.pop("OMPI_MCA_mpi_yield_when_idle", None)
     return subprocess.run(cmd + argv, env=env, capture_output=True, text=True, check=True).stdout
 
 
@@ -73,8 +92,15 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--max-mib", type=int, default=256, help="largest all_reduce buffer (1, 4, 16, ... MiB)")
+    ap.add_argument("--allreduce-rounds", type=int, default=0,
+                    help="only the all_reduce table: Spore and MPI_Allreduce interleaved this many times")
+    ap.add_argument("--before", help="with --allreduce-rounds: another dist_bench (an older build) in every round")
+    ap.add_argument("--launcher-defaults", action="store_true",
+                    help="2-rank jobs with Open MPI's default binding and waiting (no --bind-to none, no yield)")
     ap.add_argument("--torch-python", default=os.environ.get("SPORE_TORCH_PYTHON", sys.executable))
     a = ap.parse_args()
+    global LAUNCHER_DEFAULTS
+    LAUNCHER_DEFAULTS = a.launcher_defaults
     bench = os.path.join(a.build, "bench", "dist_bench")
     if not os.path.exists(bench):
         sys.exit(f"{bench} is missing: cmake --build {a.build} --target dist_bench (needs MPI)")
@@ -83,6 +109,8 @@ def main():
                     os.path.join(ROOT, "bench", "peers", "mpi_allreduce.c")], check=True)
 
     print(f"Machine: {machine(a.torch_python)}")
+    if a.allreduce_rounds:
+        return interleaved_allreduce(bench, peer, a)
     load_before = load()
     steps = {}
     for model in ("mlp", "cnn"):
@@ -118,6 +146,45 @@ def main():
         gbs = lambda ms: int(mib) * 2**20 / (ms * 1e-3) / 1e9
         print(f"| {mib} MiB | {s:.3f} ms ({gbs(s):.2f} GB/s) | {m:.3f} ms ({gbs(m):.2f} GB/s) | {m / s:.2f} "
               f"| {si:.3f} ms ({gbs(si):.2f} GB/s) | {i:.3f} ms ({gbs(i):.2f} GB/s) |")
+
+
+def interleaved_allreduce(bench, peer, a):
+    """Spore's all_reduce and MPI_Allreduce (C), alternately, a.allreduce_rounds times each."""
+    runs = {"spore": [], "mpi": [], "before": []}
+    loads = [load()[0]]
+    for r in range(a.allreduce_rounds):
+        if a.before:
+            runs["before"].append(medians(mpirun(2, 1, [a.before, "allreduce", str(a.iters), str(a.max_mib)]), "mib"))
+        runs["spore"].append(medians(mpirun(2, 1, [bench, "allreduce", str(a.iters), str(a.max_mib)]), "mib"))
+        runs["mpi"].append(medians(mpirun(2, 1, [peer, str(a.iters), "b", str(a.max_mib)]), "mib"))
+        loads.append(load()[0])
+        print(f"round {r + 1}: load {loads[-1]}; spore " +
+              " ".join(f"{k} MiB {v:.3f}" for k, v in sorted(runs["spore"][-1].items(), key=lambda kv: int(kv[0]))) +
+              "; mpi " + " ".join(f"{k} MiB {v:.3f}" for k, v in sorted(runs["mpi"][-1].items(), key=lambda kv: int(kv[0]))) +
+              ("; before " + " ".join(f"{k} MiB {v:.3f}" for k, v in sorted(runs["before"][-1].items(), key=lambda kv: int(kv[0])))
+               if a.before else ""), flush=True)
+    mid = lambda xs: sorted(xs)[len(xs) // 2]
+    how = ("Open MPI's defaults (ranks bound to cores, spinning waits)" if LAUNCHER_DEFAULTS
+           else "--bind-to none, mpi_yield_when_idle=1")
+    print(f"MPI settings: {how}; load average (1 min) over the rounds: {' '.join(loads)}\n")
+    # Two figures of the ratio: the medians' ratio, and the median of each round's own ratio (a
+    # round's two runs are seconds apart, so a load that comes and goes cancels within it).
+    print(f"| all_reduce, 2 ranks, float32 (median of {a.allreduce_rounds} interleaved runs) | Spore | "
+          "Open MPI MPI_Allreduce (C) | Spore / MPI bandwidth | median of the rounds' own ratios |")
+    print("|---|---|---|---|---|")
+    for mib in sorted(runs["spore"][0], key=int):
+        s, m = mid([x[mib] for x in runs["spore"]]), mid([x[mib] for x in runs["mpi"]])
+        paired = mid([mp[mib] / sp[mib] for sp, mp in zip(runs["spore"], runs["mpi"])])
+        gbs = lambda ms: int(mib) * 2**20 / (ms * 1e-3) / 1e9
+        print(f"| {mib} MiB | {s:.3f} ms ({gbs(s):.2f} GB/s) | {m:.3f} ms ({gbs(m):.2f} GB/s) | {m / s:.2f} "
+              f"| {paired:.2f} |")
+    if a.before:
+        print(f"\n| the --before build | Spore | MPI_Allreduce (C) | median of the rounds' own ratios |")
+        print("|---|---|---|---|")
+        for mib in sorted(runs["before"][0], key=int):
+            b, m = mid([x[mib] for x in runs["before"]]), mid([x[mib] for x in runs["mpi"]])
+            paired = mid([mp[mib] / bp[mib] for bp, mp in zip(runs["before"], runs["mpi"])])
+            print(f"| {mib} MiB | {b:.3f} ms | {m:.3f} ms | {paired:.2f} |")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ pkgs=(cmake ninja-build g++ pkg-config git
       python3-jsonschema  # the constrained-decoding test validates its outputs with it (NOTE [Grammars])
       clang libclang-rt-14-dev libomp-dev  # the fuzz preset: clang, libFuzzer + sanitizers, OpenMP
       libopenmpi-dev openmpi-bin  # spore_dist and spore launch: collectives over MPI (NOTE [Distributed training])
+      python3-venv  # the peers' virtual environment (scripts/install-py-peers.sh): the openai client tests
       pybind11-dev python3-dev python3-numpy python3-pytest)  # the Python modules and their tests
 if [ "${1:-}" = "--bench" ]; then
   # Peers for the comparison benchmarks only: the product never links them.

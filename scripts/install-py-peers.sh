@@ -5,8 +5,8 @@
 #   scripts/install-py-peers.sh nlp      tokenizers, transformers, tiktoken, jinja2, sentencepiece (fixtures, bench)
 #   scripts/install-py-peers.sh onnx     onnx, onnxruntime
 #   scripts/install-py-peers.sh llm      llama-cpp-python (with its server, bench/serve_bench.py), gguf
-#   scripts/install-py-peers.sh torch    torch, safetensors (tiny random-weight LLM fixtures, tools/)
-#   scripts/install-py-peers.sh serve    openai (tools/openai_client_check.py against spore serve)
+#   scripts/install-py-peers.sh torch    torch, safetensors, peft (tiny random-weight LLM fixtures, LoRA references, tools/)
+#   scripts/install-py-peers.sh serve    openai, jsonschema (the suite's openai-client tests, tools/openai_client_check.py)
 #   scripts/install-py-peers.sh mindspore  MindSpore 2.10.0 in its own environment, .venv-ms/ (ignored;
 #                                        tools/make_mindspore_fixtures.py): its pinned numpy and
 #                                        protobuf would fight the other peers' in one environment
@@ -30,8 +30,8 @@ for group in "$@"; do
     nlp) pkgs+=(tokenizers transformers tiktoken jinja2 sentencepiece numpy) ;;
     onnx) pkgs+=(onnx onnxruntime numpy) ;;
     llm) pkgs+=('llama-cpp-python[server]' gguf numpy) ;;
-    torch) pkgs+=(torch safetensors numpy) ;;
-    serve) pkgs+=(openai) ;;
+    torch) pkgs+=(torch safetensors numpy peft) ;;
+    serve) pkgs+=(openai jsonschema) ;;
     *) echo "install-py-peers: unknown group '$group' (nlp, onnx, llm, torch, serve, mindspore)" >&2; exit 2 ;;
   esac
 done

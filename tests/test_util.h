@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -101,6 +102,22 @@ void expect_error(const std::function<void()>& fn, ErrorCode code, const std::st
 }
 
 // Index helpers for references: row-major strides of a shape.
+// The largest |a - b| over two tensors' elements (any dtype, read as float64; a NaN on either side
+// counts as infinite), and the largest |a|: the tests that compare a rewritten graph with eager.
+inline double max_abs_difference(const Tensor& a, const Tensor& b) {
+  const auto x = a.to(DType::kFloat64).contiguous().to_vector<double>(), y = b.to(DType::kFloat64).contiguous().to_vector<double>();
+  EXPECT_EQ(x.size(), y.size());
+  double m = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::isnan(x[i] - y[i]) ? INFINITY : std::abs(x[i] - y[i]));
+  return m;
+}
+
+inline double max_magnitude(const Tensor& a) {
+  double m = 0;
+  for (double v : a.to(DType::kFloat64).contiguous().to_vector<double>()) m = std::max(m, std::abs(v));
+  return m;
+}
+
 inline std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = (int)shape.size() - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];

@@ -5,7 +5,12 @@
    tests/fixtures/llm/configs/qwen2.5-0.5b-instruct/config.json) written as a Hugging Face
    directory (float16 safetensors, normal(0, 0.02) weights, the Qwen tokenizer of
    tests/fixtures/tokenizers/qwen3, which has Qwen2.5's ranks), then converted by
-   `spore convert --type f16|q8_0|q4_0|q4_k` into qwen2.5-0.5b-shape-<type>.gguf.
+   `spore convert --type f16` into qwen2.5-0.5b-shape-f16.gguf, and that file quantised by
+   llama.cpp's own `llama-quantize` (the native peer build of bench/llm_bench.py, from
+   llama-cpp-python's sdist) into qwen2.5-0.5b-shape-{q8_0,q4_0,q4_k_m,q5_0,q3_k_m,iq4_xs}.gguf
+   (the last three for issue 27's type rows, bench/llm_bench.py --set types): the files users
+   download are written by that tool (its Q4_K_M mixes Q4_K, Q6_K and, for the 896-wide rows that
+   do not fill 256-value k-quant blocks, its own fallback types).
 3. A random-weight mixture of experts with Qwen3-30B-A3B's routing (128 experts, top 8,
    renormalised, no shared expert; Qwen3 attention with q/k norms and head_dim 128, 32 heads over
    4 KV heads, untied head, vocabulary 151936) at a small hidden size (hidden 512, 8 layers,
@@ -30,10 +35,14 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_cpp_sdist import llama_tool  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "build", "bench-models")
+PEERS = os.path.join(ROOT, "build", "peers")
 SMOLLM2 = os.path.join(ROOT, "models", "smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf")
-QWEN_TYPES = ["f16", "q8_0", "q4_0", "q4_k"]
+QWEN_QUANTIZED = ["q8_0", "q4_0", "q4_k_m", "q5_0", "q3_k_m", "iq4_xs"]  # by llama-quantize from the f16 file
 MOE_TYPES = ["f16", "q8_0", "q4_k"]
 # Qwen3-30B-A3B's routing at hidden 512 (its config.json: hidden 2048, 48 layers, moe 768).
 MOE_CONFIG = {
@@ -161,15 +170,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spore", default=os.path.join(ROOT, "build", "release", "bin", "spore"))
     ap.add_argument("--only", choices=["qwen", "moe", "smollm2"], help="make one of the sets")
+    ap.add_argument("--llama-quantize", help="an existing llama-quantize binary (default: the native peer build's)")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     if a.only in (None, "qwen"):
         hf = os.path.join(OUT, "qwen2.5-0.5b-shape-hf")
         qwen_hf_dir(hf)
-        for t in QWEN_TYPES:
+        f16 = os.path.join(OUT, "qwen2.5-0.5b-shape-f16.gguf")
+        if not os.path.exists(f16):
+            subprocess.run([a.spore, "convert", hf, f16, "--type", "f16", "--quiet"], check=True)
+        for t in QWEN_QUANTIZED:
             out = os.path.join(OUT, f"qwen2.5-0.5b-shape-{t}.gguf")
             if not os.path.exists(out):
-                subprocess.run([a.spore, "convert", hf, out, "--type", t, "--quiet"], check=True)
+                quantize = a.llama_quantize or llama_tool(PEERS, [sys.executable, "-m", "pip"], "llama-quantize", "native")
+                p = subprocess.run([quantize, f16, out + ".part", t.upper()], capture_output=True, text=True)
+                if p.returncode != 0:
+                    sys.exit(f"{quantize} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+                os.replace(out + ".part", out)
     if a.only in (None, "moe"):
         hf = os.path.join(OUT, "qwen3-30b-a3b-routing-shape-hf")
         moe_hf_dir(hf)

@@ -44,7 +44,7 @@ WORK = os.path.join(ROOT, "build", "quant-fixtures")
 # (IQ1/IQ2/IQ3 need an importance matrix: not made here).
 # Q1_0 / Q2_0 are not among them: llama-quantize has no fallback type for them, and refuses the
 # 160-wide rows (tools/make_perplexity_fixtures.py runs Q2_0 on SmolLM2, whose 576 divides by 64).
-FTYPES = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0"]
+FTYPES = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "Q4_0"]
 
 # The model: llama, 2 layers, hidden 160 (5 heads of 32, 1 KV head), MLP 256, vocabulary 256.
 HIDDEN, HEADS, KV_HEADS, FFN, LAYERS, VOCAB, CTX = 160, 5, 1, 256, 2, 256, 64

@@ -43,6 +43,11 @@ class CommRequest {
     (void)deadline;
     return test();
   }
+  // The watchdog's message for this request, given before waiting: a request that may run its
+  // call on the waiting thread (the MPI backend's all-reduce, NOTE [The caller runs its own
+  // all-reduce]) reports it and ends the job itself when the call outlives the deadline, since a
+  // thread blocked inside MPI cannot return to raise it.
+  virtual void set_timeout_message(const std::string& message) { (void)message; }
 };
 
 // What a communication library must provide. Buffers are contiguous host memory of `count`
@@ -58,8 +63,12 @@ class CommBackend {
   // ((x0 + x1) + x2) + ... in the dtype's own arithmetic and sent back to every rank, so the bits
   // do not depend on the library's reduction tree (slower; for verification). Such requests may
   // finish in any order; the others must be started in the same order on every rank.
+  // `caller_waits`: the caller waits for this request at once (a blocking all_reduce), so a
+  // backend may run the call on the caller's thread inside wait_until (NOTE [The caller runs its
+  // own all-reduce]); otherwise the call must make progress without being waited for.
   virtual std::unique_ptr<CommRequest> all_reduce(const void* send, void* recv, int64_t count,
-                                                  DType dtype, ReduceOp op, bool in_rank_order) = 0;
+                                                  DType dtype, ReduceOp op, bool in_rank_order,
+                                                  bool caller_waits) = 0;
   virtual std::unique_ptr<CommRequest> broadcast(void* buf, int64_t count, DType dtype,
                                                  int root) = 0;
   // recv holds size() blocks of `count`, block r from rank r.
@@ -139,11 +148,14 @@ class ProcessGroup {
   Work ireduce_scatter(const Tensor& x, ReduceOp op = ReduceOp::kSum);
   Work ibarrier();
 
-  // In place on a contiguous host tensor this group may write (the data-parallel buckets).
+  // In place on a contiguous host tensor this group may write (the data-parallel buckets), and
+  // its blocking form (the all_reduce op's kernel).
   Work iall_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_order);
+  void all_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_order);
 
   // Called by Work: waits under the watchdog, then finishes the result (kMean's division).
   void wait_request(CommRequest& request, const std::string& what);
+  std::string timeout_message(const std::string& what, const char* then) const;
   void mark_broken(const std::string& reason) {
     if (broken_reason_.empty()) broken_reason_ = reason;
   }
@@ -151,6 +163,9 @@ class ProcessGroup {
   void finalize_backend() noexcept;
 
  private:
+  // `caller_waits`: the blocking forms, which wait at once (CommBackend::all_reduce).
+  Work start_all_reduce(const Tensor& x, ReduceOp op, bool in_rank_order, bool caller_waits);
+  Work start_all_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_order, bool caller_waits);
   void require_usable(const char* collective) const;
   void check_call(const char* collective, const Tensor& x, int64_t extra);
   std::unique_ptr<CommBackend> backend_;

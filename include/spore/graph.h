@@ -91,6 +91,13 @@ class Graph {
   // permutes). `position` == num_nodes() appends.
   int insert_node(int position, const OpDef& def, const Attrs& attrs, std::span<const ValueId> inputs,
                   std::span<const TensorMeta> outputs);
+  // Every captured value becomes a constant holding the tensor it was bound to (JitOptions::freeze:
+  // the caller promises the tensors no longer change, so passes may fold them). Values some node
+  // writes in place stay captured: they are state.
+  void freeze_captured();
+  // Constants no node and no graph output reads any more (a weight a pass folded into another)
+  // drop their tensors, so a graph kept for many runs does not hold their bytes.
+  void release_unread_constants();
   // Drops the nodes with remove[i] set, keeping the others in order; their output values stay in
   // the value table (dangling) but nothing may read them afterwards. Node indices change.
   void remove_nodes(const std::vector<bool>& remove);

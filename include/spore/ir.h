@@ -72,11 +72,22 @@ struct Graph {
   std::vector<uint32_t> inputs, outputs;
 };
 
+// An output whose extent along `axis` only the run knows (an ONNX Slice that ends at a Loop's step
+// count): planned at its largest extent, and narrowed by Lite after the run to the int64 length
+// the graph returns as output `length` (hidden: such outputs come after the model's own).
+// NOTE [Ragged outputs]: in memory only (an ONNX mapping); the IR writer refuses a model with one.
+struct RaggedOutput {
+  uint32_t output = 0;
+  int axis = 0;
+  uint32_t length = 0;
+};
+
 struct Model {
   uint32_t ir_version = kNewestVersion;
   std::string producer_name = "spore", producer_version;
   uint32_t opset_version = kOpSetVersion;
   Graph graph;
+  std::vector<RaggedOutput> ragged;
   std::vector<std::pair<std::string, std::string>> metadata;
   std::string sha256;  // set by read_model: the file's checksum (hex)
 };

@@ -41,6 +41,12 @@ struct JitOptions {
   bool optimize = true;      // run the graph passes (run_passes)
   bool plan_memory = true;   // reuse buffers by liveness (src/graph/passes/memory_plan.h)
   bool verbose = false;      // print each compiled graph's pass statistics to stderr
+  // Inference: the captured tensors (a Cell's parameters, closures' tensors) are read once, at
+  // the trace, as constants, and the inference passes run (NOTE [Inference passes]: BatchNorm
+  // folded into a convolution with its bias and activation as fused_conv2d, GELU's erf formula
+  // made gelu). Later in-place updates of those tensors are not seen, and the compiled graph has
+  // no gradient through a fused convolution: for a model in eval mode that only predicts.
+  bool freeze = false;
 };
 
 // What a jitted function did, for tests and benchmarks.

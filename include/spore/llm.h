@@ -41,12 +41,21 @@ Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, co
 // with q rounded to k's dtype and the probabilities to v's when those are float16 / bfloat16.
 // window > 0: a sliding window, query i sees keys (past + i - window, past + i] (Mistral);
 // softcap > 0: each scaled score s becomes softcap * tanh(s / softcap) (Gemma 2). Neither with ggml.
+// rows_as_decode (ggml only): every query row in the order a one-token call computes it, not
+// llama.cpp's multi-token order, so that a row's bits do not depend on the rows beside it
+// (speculative verification, NOTE [Exact speculation]).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale = 0, int64_t past = 0,
-                 bool ggml = false, int64_t window = 0, double softcap = 0);
+                 bool ggml = false, int64_t window = 0, double softcap = 0, bool rows_as_decode = false);
 
 // Writes new_kv [B, H, S, D] into cache [B, H, T, D] at rows position..position + S - 1, in place.
 // The cache is float16, bfloat16 or float32 (float64 for float64 new_kv).
 void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position);
+
+// How a matmul_q weight's rows are laid out (NOTE [Repacked weights]): kRows as the GGUF file
+// holds them, [n, row_bytes]; kRows8: groups of 8 rows interleaved block by block for the
+// row-tiled GEMM (q4_0, iq4_nl, q5_0, q8_0), one group a tensor row: [n / 8, 8 * row_bytes]. The op's
+// optional third attribute.
+enum class QuantLayout : int64_t { kRows = 0, kRows8 = 1 };
 
 // x float32 [m, k] times a weight [n, k] held as GGUF blocks: a uint8 [n, row_bytes] tensor and
 // its type (a row of include/spore/quant.h whose activations are not kNone: q4_0 q4_1 q5_0 q5_1
@@ -58,8 +67,23 @@ void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position)
 // per call.
 // ggml: activations quantised as ggml's q8_0 / q8_1 blocks store them (float16 scale, q8_1's
 // float16 sum) for q8_0 / q4_0 / q4_1, rounded to the weight's 16-bit type for f16 / bf16.
-Tensor matmul_q(const Tensor& x, const Tensor& w, GgmlType type, bool ggml = false);
+// layout kRows8: w was written by repack_quant_rows (NOTE [Repacked weights]).
+Tensor matmul_q(const Tensor& x, const Tensor& w, GgmlType type, bool ggml = false,
+                QuantLayout layout = QuantLayout::kRows);
 // The same with the type's name ("q4_k"); kValue naming it when unknown.
 Tensor matmul_q(const Tensor& x, const Tensor& w, std::string_view type, bool ggml = false);
+
+// NOTE [Repacked weights]: whether a weight of `type` with `rows` rows can take layout kRows8
+// (q4_0, iq4_nl, q5_0 or q8_0, rows a multiple of 8), the repacked copy of a kRows weight [n, row_bytes] (a new
+// uint8 [n / 8, 8 * row_bytes]; kValue / kShape when it cannot), and the inverse.
+bool quant_repackable(GgmlType type, int64_t rows);
+Tensor repack_quant_rows(const Tensor& w, GgmlType type);
+Tensor unpack_quant_rows(const Tensor& w, GgmlType type);
+// GGUF row `row` (row_bytes of blocks) of a kRows8 weight's bytes `packed`, written to out.
+void unpack_quant_row(GgmlType type, const uint8_t* packed, int64_t row_bytes, int64_t row, uint8_t* out);
+// Whether GGUF loads repack (the process's default, on; `--no-repack` turns it off so every
+// weight stays in the file mapping).
+void set_repack_at_load(bool on);
+bool repack_at_load();
 
 }  // namespace spore

@@ -55,7 +55,8 @@ ir::Model read_onnx_with_inputs(std::span<const uint8_t> bytes, const std::strin
 std::pair<std::vector<ir::Value>, std::vector<ir::Value>> onnx_signature(std::span<const uint8_t> bytes,
                                                                          const std::string& label);
 
-// Whether the ONNX op type (default domain) has a mapping here; the conformance runner's filter.
+// Whether the ONNX op type has a mapping here: "Conv" for the default domain, "domain/op" for
+// another ("com.microsoft/DynamicQuantizeLSTM"); the conformance runner's filter.
 bool onnx_op_mapped(const std::string& op_type);
 
 }  // namespace spore::onnx

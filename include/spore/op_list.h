@@ -44,7 +44,7 @@
   /* convolution + per-channel bias + clamp, substituted by Lite at load (NOTE [Lite executor]) */ \
   X(fused_conv2d)                                                                               \
   /* control flow with subgraphs, run by the graph executor (NOTE [Control flow]) */            \
-  X(while_loop)                                                                                  \
+  X(while_loop) X(if_else)                                                                       \
   /* collectives across processes, run through spore::dist (NOTE [Collective ops]) */         \
   X(all_reduce) X(broadcast) X(all_gather) X(reduce_scatter) X(barrier)
 // clang-format on
@@ -71,8 +71,9 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // subgraphs). Version 7 added attention_grad and matmul_q_grad (NOTE [LLM gradients]) and made
 // matmul_q's type an integer attribute, the ggml type id (NOTE [Quantization types]). Version 8
 // added the collectives all_reduce, broadcast, all_gather, reduce_scatter and barrier (NOTE
-// [Collective ops]).
-inline constexpr int kOpSetVersion = 8;
-static_assert(kNumOps == 86, "the op list changed: bump kOpSetVersion and update this count");
+// [Collective ops]). Version 9 added if_else (a node with then and else subgraphs, NOTE [Lite
+// control flow]).
+inline constexpr int kOpSetVersion = 9;
+static_assert(kNumOps == 87, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

@@ -41,6 +41,8 @@ class Optimizer {
   const std::vector<Parameter>& parameters() const { return params_; }
   int64_t steps_taken() const { return steps_; }
   double current_lr() const { return lr_->lr(steps_); }
+  // Resuming from a checkpoint: the steps already taken (the schedule continues from there).
+  void set_steps_taken(int64_t steps);
 
  protected:
   virtual void update(size_t index, const Parameter& p, const Tensor& grad, double lr) = 0;
@@ -80,6 +82,13 @@ class Momentum : public SGD {
 // Adam (L2 weight decay added to the gradient) and AdamW (decoupled decay), as PyTorch defines them.
 class Adam : public Optimizer {
  public:
+  // The moment estimates (PyTorch's exp_avg, exp_avg_sq), one per parameter; undefined before the
+  // parameter's first update. load_moments restores them (a resumed run): kShape / kValue naming
+  // the parameter when the count or a shape differs.
+  const std::vector<Tensor>& exp_avg() const { return m_; }
+  const std::vector<Tensor>& exp_avg_sq() const { return v_; }
+  void load_moments(const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq);
+
   Adam(std::vector<Parameter> params, LRSchedulePtr lr, double beta1 = 0.9, double beta2 = 0.999,
        double eps = 1e-8, double weight_decay = 0);
   Adam(std::vector<Parameter> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,

@@ -38,6 +38,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -109,6 +110,18 @@ inline void kquant_scale_min(const uint8_t* s, int j, int& scale, int& min) {
     scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
     min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
+}
+// All eight at once (the kernels' form, the same values): scales and mins 0-3 are the low 6 bits
+// of bytes 0-3 and 4-7; 4-7 take their low 4 bits from bytes 8-11 (low and high nibble) and their
+// top 2 bits from the top bits of bytes 0-3 and 4-7, four bytes per 32-bit word.
+inline void kquant_scales_mins8(const uint8_t* s, uint8_t* scales, uint8_t* mins) {
+  uint32_t lo, mid, hi;
+  std::memcpy(&lo, s, 4), std::memcpy(&mid, s + 4, 4), std::memcpy(&hi, s + 8, 4);
+  const uint32_t sc_lo = lo & 0x3f3f3f3fu, mn_lo = mid & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (hi & 0x0f0f0f0fu) | (((lo >> 6) & 0x03030303u) << 4);
+  const uint32_t mn_hi = ((hi >> 4) & 0x0f0f0f0fu) | (((mid >> 6) & 0x03030303u) << 4);
+  std::memcpy(scales, &sc_lo, 4), std::memcpy(scales + 4, &sc_hi, 4);
+  std::memcpy(mins, &mn_lo, 4), std::memcpy(mins + 4, &mn_hi, 4);
 }
 // The 6-bit scale i (0..15) of a q3_k block's 12 scale bytes (before the -32).
 inline int q3k_scale(const uint8_t* s, int i) {

@@ -18,6 +18,12 @@ namespace spore::serve {
 
 struct ServeOptions {
   std::string model;                // directory or .gguf; empty: nlp::default_model_path()
+  // More models (NOTE [Many models]): each --model after the first, and every model in each
+  // --models folder, served by name ("model" in requests); loaded on first use, unloaded least
+  // recently used when max_memory (bytes, 0: no limit) would be exceeded.
+  std::vector<std::string> more_models;
+  std::vector<std::string> model_dirs;
+  uint64_t max_memory = 0;
   std::string host = "127.0.0.1";   // loopback unless asked otherwise
   int port = 8080;                  // 0: any free port (bind() says which)
   int64_t slots = 4;                // sequences decoded together
@@ -40,6 +46,10 @@ struct ServeOptions {
   std::string speculative = "none";
   int64_t draft_max = 8;
   std::string draft_model;          // a smaller model of the same vocabulary; empty: none
+  // LoRA adapters (NOTE [LoRA adapters]): PATH or PATH:SCALE each, ids 0, 1, ... in this order;
+  // requests pick with "lora": [{"id", "scale"}]. Without apply their global scales start at 0.
+  std::vector<std::string> lora;
+  bool lora_init_without_apply = false;
 };
 
 class Server {

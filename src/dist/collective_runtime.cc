@@ -37,7 +37,7 @@ class WorldRuntime final : public CollectiveRuntime {
         // The op's own output is the buffer: one copy in, the reduction in place (the gradient
         // buckets' path, bench/dist_bench.cc's figure).
         copy_into(output, input);
-        group_.iall_reduce_inplace(output, r, attrs.b(1)).wait();
+        group_.all_reduce_inplace(output, r, attrs.b(1));
         return;
       }
       case OpId::k_broadcast:

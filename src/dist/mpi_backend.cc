@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/allreduce_thread_cpu.h"
 #include "dist/backends.h"
 #include "dist/mpi_allreduce_thread.h"
 #include "spore/error.h"
@@ -191,17 +192,38 @@ class MpiBackend final : public CommBackend {
     if (provided >= MPI_THREAD_MULTIPLE && wanted && size_ > 1) {
       check(MPI_Comm_dup(MPI_COMM_WORLD, &ar_comm_), "MPI_Comm_dup", rank_);
       MPI_Comm_set_errhandler(ar_comm_, MPI_ERRORS_RETURN);
-      ar_thread_ = std::make_unique<MpiAllreduceThread>(ar_comm_, rank_);
+      ar_thread_ = std::make_unique<MpiAllreduceThread>(ar_comm_, rank_, own_cpu());
     }
   }
   ~MpiBackend() override { finalize(); }
+
+  // The all-reduce thread's CPU (NOTE [Keeping the ranks' all-reduce threads apart]): this rank's
+  // place among the ranks of its node (MPI_Comm_split_type, collective: every rank that starts the
+  // thread calls it) indexes the CPUs this process may use. SPORE_DIST_PIN_ALLREDUCE_THREAD=0
+  // leaves the thread floating (bench/run_dist.py compares the two).
+  std::optional<int> own_cpu() {
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type", rank_);
+    int local_rank = 0, local_size = 1;
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
+    const char* env = std::getenv("SPORE_DIST_PIN_ALLREDUCE_THREAD");
+    if (env && std::string(env) == "0") return std::nullopt;
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return std::nullopt;
+    return allreduce_thread_cpu(allowed, local_rank, local_size);
+  }
 
   const char* name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
   std::unique_ptr<CommRequest> all_reduce(const void* send, void* recv, int64_t count, DType dtype,
-                                          ReduceOp op, bool in_rank_order) override {
+                                          ReduceOp op, bool in_rank_order,
+                                          bool caller_waits) override {
     if (in_rank_order) {
       // Requests are made in the same order on every rank, so the n-th one has the same tag
       // everywhere; tags wrap at 32767 (the least MPI_TAG_UB MPI allows), far more than can be
@@ -211,7 +233,8 @@ class MpiBackend final : public CommBackend {
                                                 op);
     }
     if (ar_thread_)
-      return ar_thread_->all_reduce(send, recv, mpi_count(count), mpi_type(dtype), mpi_op(op));
+      return ar_thread_->all_reduce(send, recv, mpi_count(count), mpi_type(dtype), mpi_op(op),
+                                    caller_waits);
     auto r = std::make_unique<MpiRequest>("MPI_Iallreduce", rank_);
     check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, mpi_count(count),
                          mpi_type(dtype), mpi_op(op), comm_, r->handle()),

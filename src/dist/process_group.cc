@@ -131,8 +131,20 @@ void ProcessGroup::require_usable(const char* collective) const {
                     "); end the program: the job cannot continue without the lost rank");
 }
 
+// `then`: what happens next (the group breaks and the caller gets this as an error, or, for a
+// call stuck inside MPI on the waiting thread, the all-reduce thread ends the job).
+std::string ProcessGroup::timeout_message(const std::string& what, const char* then) const {
+  const double s = std::chrono::duration<double>(timeout_).count();
+  return "dist: " + what + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+         " did not complete within the watchdog timeout of " + std::to_string(s).substr(0, 6) +
+         " s: another rank has probably died or stopped calling collectives (check its output). " +
+         then + " Raise the limit with InitOptions::timeout or SPORE_DIST_TIMEOUT_S if a rank is only slow.";
+}
+
 void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
   const Clock::time_point start = Clock::now(), deadline = start + timeout_;
+  request.set_timeout_message(timeout_message(
+      what, "The call is stuck inside MPI on the waiting thread, so the job ends (MPI_Abort)."));
   // Poll: spin briefly (a collective between busy ranks finishes in microseconds), then yield
   // the core (ranks may outnumber cores: --oversubscribe) for up to 10 s, then sleep a little,
   // always watching the deadline. MPI makes progress only inside test(), on this thread: a large
@@ -158,13 +170,7 @@ void ProcessGroup::wait_request(CommRequest& request, const std::string& what) {
       broken_reason_ =
           what + " did not complete within the watchdog's " + std::to_string(s).substr(0, 6) + " s";
       throw Error(ErrorCode::kIO,
-                  "dist: " + what + " on rank " + std::to_string(rank_) + " of " +
-                      std::to_string(size_) + " did not complete within the watchdog timeout of " +
-                      std::to_string(s).substr(0, 6) +
-                      " s: another rank has probably died or stopped calling collectives (check "
-                      "its output). "
-                      "The group is now broken; finalize() ends the job. Raise the limit with "
-                      "InitOptions::timeout or SPORE_DIST_TIMEOUT_S if a rank is only slow.");
+                  timeout_message(what, "The group is now broken; finalize() ends the job."));
     }
     if (polls < 200) continue;
     if (now - start < std::chrono::seconds(10))
@@ -217,18 +223,32 @@ void ProcessGroup::check_call(const char* collective, const Tensor& x, int64_t e
 }
 
 Work ProcessGroup::iall_reduce(const Tensor& x, ReduceOp op, bool in_rank_order) {
+  return start_all_reduce(x, op, in_rank_order, false);
+}
+
+Work ProcessGroup::start_all_reduce(const Tensor& x, ReduceOp op, bool in_rank_order,
+                                    bool caller_waits) {
   require_usable("all_reduce");
   require_host("all_reduce", x);
   Tensor in = reducible("all_reduce", x, op);
   check_call("all_reduce", x, (int64_t)op);
   Tensor out = Tensor::empty(in.shape(), in.dtype(), Device::cpu());
   auto req = backend_->all_reduce(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op,
-                                  in_rank_order);
+                                  in_rank_order, caller_waits);
   return Work(this, std::move(req), out, std::string("all_reduce #") + std::to_string(seq_),
               finisher(op, size_, x.dtype(), in));
 }
 
 Work ProcessGroup::iall_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_order) {
+  return start_all_reduce_inplace(std::move(buffer), op, in_rank_order, false);
+}
+
+void ProcessGroup::all_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_order) {
+  start_all_reduce_inplace(std::move(buffer), op, in_rank_order, true).wait();
+}
+
+Work ProcessGroup::start_all_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_order,
+                                            bool caller_waits) {
   require_usable("all_reduce");
   require_host("all_reduce", buffer);
   if (!buffer.is_contiguous() || is_low_float(buffer.dtype()) || buffer.dtype() == DType::kBool)
@@ -236,7 +256,7 @@ Work ProcessGroup::iall_reduce_inplace(Tensor buffer, ReduceOp op, bool in_rank_
                 "dist: an in-place all_reduce needs a contiguous float32/float64/integer buffer");
   check_call("all_reduce", buffer, (int64_t)op);
   auto req = backend_->all_reduce(buffer.data_ptr(), buffer.data_ptr(), buffer.numel(),
-                                  buffer.dtype(), op, in_rank_order);
+                                  buffer.dtype(), op, in_rank_order, caller_waits);
   return Work(this, std::move(req), buffer, std::string("all_reduce #") + std::to_string(seq_),
               finisher(op, size_, buffer.dtype(), Tensor()));
 }
@@ -296,7 +316,7 @@ Work ProcessGroup::ibarrier() {
 }
 
 Tensor ProcessGroup::all_reduce(const Tensor& x, ReduceOp op, bool in_rank_order) {
-  return iall_reduce(x, op, in_rank_order).wait();
+  return start_all_reduce(x, op, in_rank_order, true).wait();
 }
 Tensor ProcessGroup::broadcast(const Tensor& x, int root) {
   return ibroadcast(x, root).wait();

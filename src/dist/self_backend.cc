@@ -24,7 +24,7 @@ class SelfBackend final : public CommBackend {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::unique_ptr<CommRequest> all_reduce(const void* send, void* recv, int64_t count, DType dtype,
-                                          ReduceOp, bool) override {
+                                          ReduceOp, bool, bool) override {
     copy(send, recv, count, dtype);
     return std::make_unique<Done>();
   }

@@ -4,6 +4,7 @@
 #include "graph/loop_runner.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include "spore/context.h"
 #include "spore/error.h"
@@ -32,7 +33,7 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
     if (val.kind == ValueKind::kCaptured || val.kind == ValueKind::kConstant) {
       slots_[v] = val.tensor;
       example[v] = val.tensor;
-      if (example_inputs.empty()) device = val.tensor.device();
+      if (example_inputs.empty() && val.tensor.defined()) device = val.tensor.device();
     }
   }
 
@@ -42,6 +43,16 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
   std::vector<bool> plannable(nv, false);
   std::vector<int32_t> op_of_node(nn, -1);
   size_t max_in = 0;
+  // A node value's placeholder is freed after its last reader, so planning a large graph holds
+  // about what one run holds, not every intermediate at once (Lite plans whole CNNs at load).
+  std::vector<int32_t> last_reader(nv, -1);
+  for (size_t i = 0; i < nn; ++i)
+    for (ValueId v : gr.inputs(gr.node((int)i))) last_reader[v] = (int32_t)i;
+  for (ValueId v : gr.graph_outputs()) last_reader[v] = (int32_t)nn;
+  auto free_placeholders = [&](size_t i) {
+    for (ValueId v : gr.inputs(gr.node((int)i)))
+      if (last_reader[v] == (int32_t)i && gr.value(v).kind == ValueKind::kNode) example[v] = Tensor();
+  };
   for (size_t i = 0; i < nn; ++i) {
     const Node& n = gr.node((int)i);
     ins.clear();
@@ -56,6 +67,8 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
         const TensorMeta& m = gr.value(outs[o]).meta;
         example[outs[o]] = Tensor::empty(m.shape, m.dtype, ins.empty() ? device : ins[0].device());
       }
+      ins.clear();
+      free_placeholders(i);
       continue;
     }
     op_of_node[i] = (int32_t)ops_.size();
@@ -79,6 +92,8 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
       plannable[outs[o]] = !p.is_view() && !p.fallback;
     }
     device = p.inference.device;
+    ins.clear();
+    free_placeholders(i);
   }
   // Graph outputs are returned to the caller: fresh tensors each run, never a planned buffer;
   // nor is anything a graph output views.
@@ -147,6 +162,23 @@ Executable::Executable(std::shared_ptr<const Graph> g, const std::vector<Tensor>
 
 Executable::~Executable() = default;
 
+namespace {
+
+// Process CPU time (all threads): on a shared, loaded machine the wall clock mostly measures the
+// scheduler, while the CPU time a step used is still its own.
+double process_cpu_us() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+}  // namespace
+
+void Executable::set_profile(bool on) {
+  profile_ = on;
+  profile_us_.resize(steps_.size(), 0.0);
+}
+
 std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   const Graph& gr = *graph_;
   auto gin = gr.graph_inputs();
@@ -159,12 +191,20 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   Tensor* slots = slots_.data();
   const ValueId* ids = operand_ids_.data();
   Tensor* scratch = scratch_.data();
-  for (const Step& s : steps_) {
+  for (size_t step = 0; step < steps_.size(); ++step) {
+    const Step& s = steps_[step];
     for (uint32_t k = 0; k < s.num_in; ++k) scratch[k] = slots[ids[s.in_first + k]];
-    TensorList outs = s.loop    ? loops_[s.op]->run({scratch, s.num_in})
-                      : use_plan ? ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, s.num_out})
-                               : ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, 0});
-    for (uint32_t o = 0; o < s.num_out; ++o) slots[ids[s.out_first + o]] = std::move(outs[o]);
+    const double t0 = profile_ ? process_cpu_us() : 0;
+    if (s.loop) {
+      // Any number of results (NOTE [Control-flow results]), in a vector of the runner's.
+      std::vector<Tensor> outs = loops_[s.op]->run({scratch, s.num_in});
+      for (uint32_t o = 0; o < s.num_out; ++o) slots[ids[s.out_first + o]] = std::move(outs[o]);
+    } else {
+      TensorList outs = use_plan ? ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, s.num_out})
+                                 : ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, 0});
+      for (uint32_t o = 0; o < s.num_out; ++o) slots[ids[s.out_first + o]] = std::move(outs[o]);
+    }
+    if (profile_) profile_us_[step] += process_cpu_us() - t0;
     for (uint32_t k = 0; k < s.num_drop; ++k) slots[drop_ids_[s.drop_first + k]] = Tensor();
   }
   for (uint32_t k = 0; k < scratch_.size(); ++k) scratch[k] = Tensor();

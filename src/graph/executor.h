@@ -28,6 +28,11 @@ class Executable {
   const Graph& graph() const { return *graph_; }
   const MemoryPlan& memory_plan() const { return memory_; }
 
+  // Per-step profile (Lite's SPORE_LITE_PROFILE): while on, each run adds the process CPU time of
+  // every step (one per graph node, in order) to step_cpu_us().
+  void set_profile(bool on);
+  const std::vector<double>& step_cpu_us() const { return profile_us_; }
+
  private:
   struct Step {
     uint32_t op;                  // index into ops_, or into loops_ when `loop` is set
@@ -48,6 +53,8 @@ class Executable {
   std::vector<std::function<void()>> effects_;
   MemoryPlan memory_;
   bool planned_ = false;
+  bool profile_ = false;
+  std::vector<double> profile_us_;  // by step
 };
 
 }  // namespace spore::graph

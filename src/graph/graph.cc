@@ -89,6 +89,25 @@ int Graph::insert_node(int position, const OpDef& def, const Attrs& attrs, std::
   return position;
 }
 
+void Graph::freeze_captured() {
+  std::vector<bool> written(values_.size(), false);
+  for (const Node& n : nodes_)
+    for (uint32_t k = 0; k < n.num_inputs; ++k)
+      if (n.def->writes((int)k)) written[operands_[n.first + k]] = true;
+  std::vector<ValueId> still;
+  for (ValueId v : captured_) {
+    if (written[v]) still.push_back(v);
+    else values_[v].kind = ValueKind::kConstant;
+  }
+  captured_ = std::move(still);
+}
+
+void Graph::release_unread_constants() {
+  const std::vector<int> uses = use_counts();
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (values_[v].kind == ValueKind::kConstant && uses[v] == 0) values_[v].tensor = Tensor();
+}
+
 void Graph::remove_nodes(const std::vector<bool>& remove) {
   std::vector<Node> kept;
   std::vector<ValueId> operands;

@@ -144,9 +144,12 @@ Entry compile(JitFunction::State& st, const std::vector<Tensor>& inputs, const S
   const int index = st.compiled++;
   dump_to_env_dir(tr.graph, name, index, "before");
   st.stats.nodes_traced = (int)tr.graph.num_nodes();
+  if (st.options.freeze) tr.graph.freeze_captured();
   auto g = std::make_shared<graph::Graph>(tr.graph);
   if (st.options.optimize) {
-    std::vector<graph::PassStats> passes = graph::run_passes(*g);
+    graph::PassOptions options;
+    options.inference = st.options.freeze;
+    std::vector<graph::PassStats> passes = graph::run_passes(*g, options);
     g->validate();
     std::vector<graph::AttrBinding> moved = tr.bindings;
     st.stats.last_passes.clear();

@@ -97,6 +97,10 @@ void put_u64(std::vector<uint8_t>& out, size_t at, uint64_t v) { std::memcpy(out
 }  // namespace
 
 std::vector<uint8_t> model_to_bytes(const Model& model, const WriteOptions& options) {
+  if (!model.ragged.empty())  // NOTE [Ragged outputs]
+    throw Error(ErrorCode::kUnsupported, "the model has an output whose extent only the run knows (" +
+                                             std::to_string(model.ragged.size()) +
+                                             "); Spore IR cannot hold it: run the ONNX file in Lite instead");
   if (options.version < kOldestVersion || options.version > kNewestVersion)
     throw Error(ErrorCode::kVersion, "IR version " + std::to_string(options.version) + " does not exist; this writer writes " +
                                          std::to_string(kOldestVersion) + " to " + std::to_string(kNewestVersion));

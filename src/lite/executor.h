@@ -1,63 +1,70 @@
-// Lite's executor (NOTE [Lite executor], NOTE [Lite runtime]): an IR graph rewritten at load
-// (lite/optimize.h), planned node by node with the registry's PlannedOp into a flat list of steps
-// whose intermediates live in buffers laid out once per plan (a memory plan), so a prediction
-// allocates only the tensors it returns.
+// Lite's executor (NOTE [Lite executor], NOTE [Lite runtime]): a thin adapter from a file's IR
+// graph to the graph library. Each input signature is planned once: the IR graph becomes a
+// graph::Graph (lite/plan_graph.h), Lite's pass pipeline rewrites it (the graph library's passes,
+// with the inference rewrites: BatchNorm folding, fused convolution, GELU, constant folding up to
+// 64 MiB), and graph::Executable runs it over its memory plan, as jit does.
 #pragma once
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "graph/loop_runner.h"
-#include "lite/optimize.h"
-#include "spore/dispatch_plan.h"
+#include "graph/executor.h"
+#include "spore/graph.h"
 #include "spore/ir.h"
 
 namespace spore::lite {
 
+// False when SPORE_LITE_FUSION=0: the graph runs as the file wrote it, no pass applied (tests
+// compare the two; it must equal eager mode bit for bit).
+bool fusion_enabled();
+
 class Executor {
  public:
-  // Binds the graph's weights on `device` (a copy only when the device is not the CPU), after
-  // the load-time rewriting unless SPORE_LITE_FUSION=0.
+  // Checks what Lite cannot run (subgraphs other than while_loop's, collectives) and binds the
+  // graph's weights on `device` (a copy only when the device is not the CPU).
   Executor(ir::Graph graph, Device device, std::string label);
   ~Executor();
-  // Plans every node for inputs of these shapes (one per graph input), checking each planned
-  // output against the shape and dtype the file declares; kFormat naming the node on a mismatch.
+  // Plans the graph for inputs of these shapes (one per graph input): kFormat naming the node
+  // where a computed output contradicts what the file declares. The plans of up to
+  // kKeptPlans earlier signatures are kept, so a model run with alternating shapes plans each once.
   void plan(const std::vector<Shape>& input_shapes);
-  bool planned_for(const std::vector<Shape>& input_shapes) const { return planned_ && input_shapes == planned_shapes_; }
+  bool planned_for(const std::vector<Shape>& input_shapes) const { return exe_ && input_shapes == planned_shapes_; }
+  static constexpr size_t kKeptPlans = 4;
+  int plans_made() const { return plans_made_; }  // signatures planned (kept ones reused, not counted)
   // Inputs already checked against the signature and on the device. Runs of one executor take
   // turns (they share the planned buffers).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // The graph as the file declares it (its inputs' and outputs' names, dtypes, symbols).
   const ir::Graph& graph() const { return graph_; }
+  // The graph that runs, after the passes (null before the first plan).
+  const graph::Graph* planned_graph() const { return exe_ ? &exe_->graph() : nullptr; }
+  const std::vector<graph::PassStats>& pass_stats() const { return passes_; }
   Device device() const { return device_; }
-  const OptimizeStats& optimize_stats() const { return stats_; }
-  int64_t planned_bytes() const { return planned_bytes_; }
+  int64_t planned_bytes() const { return exe_ ? exe_->memory_plan().planned_bytes : 0; }
 
  private:
-  struct Step {
-    std::unique_ptr<PlannedOp> op;  // null for a while_loop, which `loop` runs
-    std::shared_ptr<const graph::Graph> loop_graph;  // NOTE [Lite control flow]
-    std::unique_ptr<graph::LoopRunner> loop;
-    std::vector<uint32_t> inputs, outputs;
-    std::vector<Tensor> preset;     // per output: its planned buffer, or undefined (allocated by the run)
-    std::vector<uint32_t> release;  // values whose last reader is this step
-  };
+  void print_profile() const;
+
   ir::Graph graph_;
   Device device_;
   std::string label_;
-  OptimizeStats stats_;
-  std::vector<Tensor> weights_;  // by value id; undefined for non-weights
-  std::vector<Step> steps_;
+  std::vector<Tensor> weights_;  // by IR value id; undefined for non-weights
+  bool symbolic_ = false;        // some input extent is symbolic: other signatures may be planned
+  std::unique_ptr<graph::Executable> exe_;
+  std::vector<graph::PassStats> passes_;
   std::vector<Shape> planned_shapes_;
-  bool planned_ = false;
-  int64_t planned_bytes_ = 0;
+  struct Kept {
+    std::vector<Shape> shapes;
+    std::unique_ptr<graph::Executable> exe;
+    std::vector<graph::PassStats> passes;
+  };
+  std::vector<Kept> kept_;  // earlier signatures' plans, most recent last
+  int plans_made_ = 0;
   mutable std::mutex run_mu_;
   // SPORE_LITE_PROFILE=1: time per op, printed when the executor goes away; 2: per step too.
-  bool profile_ = false;
   int profile_level_ = 0;
-  mutable std::vector<double> profile_us_;
   mutable int64_t profile_runs_ = 0;
-  mutable bool profile_first_run_done_ = false;
 };
 
 }  // namespace spore::lite

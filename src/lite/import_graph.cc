@@ -1,6 +1,7 @@
 // The importers' graph builder (import_graph.h).
 #include "lite/import_graph.h"
 
+#include "spore/control_ops.h"
 #include "spore/error.h"
 
 namespace spore::lite {
@@ -53,6 +54,25 @@ std::vector<uint32_t> GraphBuilder::add_node(const std::string& where, const OpD
   ir::Node n{&def, attrs, ins, {}, {}};
   for (int o = 0; o < n_outputs; ++o) {
     const TensorMeta& t = inf.outputs[o];
+    n.outputs.push_back(push({"", ir::ValueKind::kNode, t.dtype, dims_of(t.shape), {}}, placeholder(t.shape, t.dtype)));
+  }
+  g.nodes.push_back(n);
+  return n.outputs;
+}
+
+std::vector<uint32_t> GraphBuilder::add_control_node(const std::string& where, const OpDef& def, const std::vector<uint32_t>& ins,
+                                                     const Attrs& attrs) {
+  std::vector<TensorMeta> results;
+  try {
+    results = control_results(def, probes(ins), attrs);
+  } catch (const Error& e) {
+    throw Error(e.code(), where + " (mapped onto " + def.name + "): " + e.what());
+  }
+  ir::Node n{&def, attrs, ins, {}, {}};
+  for (const TensorMeta& t : results) {
+    if (t.shape.numel() > kMaxValueElements)
+      throw Error(ErrorCode::kUnsupported, where + " (mapped onto " + def.name + ") makes a value of shape " + t.shape.str() +
+                                               ", over Lite's 2^31 elements per value");
     n.outputs.push_back(push({"", ir::ValueKind::kNode, t.dtype, dims_of(t.shape), {}}, placeholder(t.shape, t.dtype)));
   }
   g.nodes.push_back(n);

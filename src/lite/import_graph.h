@@ -53,6 +53,10 @@ struct GraphBuilder {
   // (refused over kMaxValueElements, so that a hostile shape is never an allocation Lite attempts).
   std::vector<uint32_t> add_node(const std::string& where, const OpDef& def, const std::vector<uint32_t>& ins, const Attrs& attrs,
                                  const Inference& inf, int n_outputs);
+  // Appends a node of a control-flow op (while_loop, if_else), whose results may be more than
+  // Inference holds (NOTE [Control-flow results]).
+  std::vector<uint32_t> add_control_node(const std::string& where, const OpDef& def, const std::vector<uint32_t>& ins,
+                                         const Attrs& attrs);
 };
 
 }  // namespace spore::lite

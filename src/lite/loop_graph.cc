@@ -1,7 +1,6 @@
 // IR loops as graph-library graphs (loop_graph.h, NOTE [Lite control flow]).
 #include "lite/loop_graph.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "spore/error.h"
@@ -57,28 +56,6 @@ std::shared_ptr<const graph::Graph> to_graph(const ir::Graph& g, Device device, 
   out->set_outputs(std::move(results));
   out->validate();
   return out;
-}
-
-std::shared_ptr<const graph::Graph> loop_host(const ir::Node& node, std::span<const Tensor> inputs, Device device,
-                                              const std::string& label) {
-  auto host = std::make_shared<graph::Graph>();
-  std::vector<graph::ValueId> ins;
-  for (const Tensor& t : inputs) ins.push_back(host->add_input({t.shape(), t.dtype()}));
-  // The loop's results are its state: the first num_state inputs' shapes and dtypes.
-  const int64_t num_state = node.attrs.i(0);
-  if (num_state < 0 || num_state > (int64_t)inputs.size() || (size_t)num_state != node.outputs.size())
-    throw Error(ErrorCode::kFormat, label + ": a while_loop node with " + std::to_string(num_state) + " state entries, " +
-                                        std::to_string(inputs.size()) + " inputs and " + std::to_string(node.outputs.size()) +
-                                        " outputs");
-  std::vector<TensorMeta> outs;
-  for (int64_t k = 0; k < num_state; ++k) outs.push_back({inputs[(size_t)k].shape(), inputs[(size_t)k].dtype()});
-  const int64_t bound = node.attrs.i(1) > 0 ? std::min(node.attrs.i(1), kMaxLoopIterations) : kMaxLoopIterations;
-  const int n = host->add_node(*node.def, Attrs::of(num_state, bound), ins, outs);
-  std::vector<std::shared_ptr<const graph::Graph>> subs;
-  for (const ir::Graph& s : node.subgraphs) subs.push_back(to_graph(s, device, label));
-  host->set_subgraphs(n, std::move(subs));
-  host->set_outputs({host->outputs(n).begin(), host->outputs(n).end()});
-  return host;
 }
 
 }  // namespace spore::lite

@@ -3,7 +3,6 @@
 // runs as the jit executor does, so Lite and jit run a loop with the same code.
 #pragma once
 #include <memory>
-#include <span>
 #include <string>
 
 #include "spore/graph.h"
@@ -19,10 +18,5 @@ std::shared_ptr<const graph::Graph> to_graph(const ir::Graph& g, Device device, 
 // A loop in a file runs at most this many times in Lite, whatever bound the file gives (none, or
 // a larger one): a file cannot make predict spin forever. Beyond it predict fails with kValue.
 inline constexpr int64_t kMaxLoopIterations = int64_t{1} << 20;
-
-// A graph of one node: `node` (a while_loop) over inputs like `inputs`, its subgraphs converted,
-// its iteration bound at most kMaxLoopIterations.
-std::shared_ptr<const graph::Graph> loop_host(const ir::Node& node, std::span<const Tensor> inputs, Device device,
-                                              const std::string& label);
 
 }  // namespace spore::lite

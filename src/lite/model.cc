@@ -11,6 +11,7 @@
 #include "spore/lite.h"
 #include "spore/mindir.h"
 #include "spore/onnx.h"
+#include "spore/op_registry.h"
 
 namespace spore::lite {
 
@@ -42,8 +43,9 @@ struct Model::Impl {
   std::unique_ptr<Executor> executor;
   std::vector<std::vector<int64_t>> fixed;  // per input: extents after resize (-1: still free)
   Device device;
-  // An ONNX graph whose mapping needs the values of some inputs (onnx::InputValueNeeded): mapped
-  // at predict, again when the inputs' shapes or the values it read change (NOTE [ONNX]).
+  // An ONNX graph with symbolic input extents or whose mapping needs the values of some inputs
+  // (onnx::InputValueNeeded): mapped at predict from the real inputs, again when the inputs'
+  // shapes or the values it read change (NOTE [ONNX dynamic shapes]).
   std::vector<uint8_t> onnx_bytes;
   bool map_at_predict = false;
   std::vector<std::string> values_read;
@@ -51,6 +53,10 @@ struct Model::Impl {
   // The mappings of the signatures seen before the current one, most recent last: a model run
   // with alternating shapes is mapped once per signature (NOTE [ONNX dynamic shapes]).
   std::vector<std::pair<std::string, std::unique_ptr<Executor>>> other_signatures;
+  // Outputs narrowed after each run to a length the run computes (NOTE [Ragged outputs]), for the
+  // current executor and for each kept one.
+  std::vector<ir::RaggedOutput> ragged;
+  std::vector<std::vector<ir::RaggedOutput>> other_ragged;
 };
 
 namespace {
@@ -111,6 +117,29 @@ Device choose_target(const Context& ctx, const std::string& label, std::string& 
                                       "\nadd \"cpu\" to the context's targets");
 }
 
+// The model's outputs as the caller sees them: a ragged output's axis is dynamic, and the lengths
+// after the model's own outputs are hidden (NOTE [Ragged outputs]).
+std::vector<TensorInfo> visible_outputs(const ir::Graph& g, const std::vector<ir::RaggedOutput>& ragged) {
+  std::vector<TensorInfo> out;
+  for (size_t k = 0; k + ragged.size() < g.outputs.size(); ++k) out.push_back(info_of(g.values[g.outputs[k]], g.outputs[k]));
+  for (const ir::RaggedOutput& r : ragged) {
+    out[r.output].shape[(size_t)r.axis] = -1;
+    out[r.output].symbols[(size_t)r.axis] = "length";
+  }
+  return out;
+}
+
+// Each ragged output narrowed to its length; the lengths dropped.
+std::vector<Tensor> narrowed(std::vector<Tensor> results, const std::vector<ir::RaggedOutput>& ragged) {
+  if (ragged.empty()) return results;
+  for (const ir::RaggedOutput& r : ragged) {
+    const int64_t length = results[r.length].to(Device::cpu()).item<int64_t>();
+    results[r.output] = dispatch1(OpId::k_slice, {results[r.output]}, Attrs::of((int64_t)r.axis, int64_t{0}, length, int64_t{1})).contiguous();
+  }
+  results.resize(results.size() - ragged.size());
+  return results;
+}
+
 }  // namespace
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -143,13 +172,10 @@ Model Model::build_from_file(const std::filesystem::path& path, ModelType type, 
     if (!f) throw Error(ErrorCode::kIO, "cannot read model file " + label);
     try {
       m = onnx::read_onnx_bytes(impl->onnx_bytes, label);
-      // Kept where an input has a symbolic extent: the graph mapped with stand-in extents may
-      // not hold for the real ones, and is then mapped again from them (predict).
-      bool symbolic = false;
-      for (uint32_t id : m.graph.inputs)
-        for (const ir::Dim& d : m.graph.values[id].dims) symbolic = symbolic || d.symbolic();
-      if (!symbolic) impl->onnx_bytes.clear();
+      impl->onnx_bytes.clear();
     } catch (const onnx::InputValueNeeded&) {
+      // Symbolic input extents, or values of inputs the mapping needs: mapped at predict from
+      // the real inputs, once per signature (NOTE [ONNX dynamic shapes]).
       impl->map_at_predict = true;
     }
   } else if (actual == ModelType::kMindIR) {
@@ -166,7 +192,8 @@ Model Model::build_from_file(const std::filesystem::path& path, ModelType type, 
     return Model(std::move(impl));
   }
   for (uint32_t id : m.graph.inputs) impl->inputs.push_back(info_of(m.graph.values[id], id));
-  for (uint32_t id : m.graph.outputs) impl->outputs.push_back(info_of(m.graph.values[id], id));
+  impl->outputs = visible_outputs(m.graph, m.ragged);
+  impl->ragged = m.ragged;
   for (const TensorInfo& t : impl->inputs) impl->fixed.push_back(t.shape);
   const Device device = choose_target(context, label, impl->target, impl->skipped);
   impl->device = device;
@@ -278,20 +305,29 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& inputs) {
     const std::string key = key_of();
     if (!m.executor || key != m.mapped_for) {
       constexpr size_t kKeptSignatures = 4;
-      if (m.executor) m.other_signatures.emplace_back(m.mapped_for, std::move(m.executor));
+      if (m.executor) {
+        m.other_signatures.emplace_back(m.mapped_for, std::move(m.executor));
+        m.other_ragged.push_back(m.ragged);
+      }
       for (size_t k = 0; k < m.other_signatures.size(); ++k)
         if (m.other_signatures[k].first == key) {
           m.executor = std::move(m.other_signatures[k].second);
+          m.ragged = m.other_ragged[k];
           m.other_signatures.erase(m.other_signatures.begin() + (long)k);
+          m.other_ragged.erase(m.other_ragged.begin() + (long)k);
           m.mapped_for = key;
           break;
         }
-      if (m.other_signatures.size() > kKeptSignatures) m.other_signatures.erase(m.other_signatures.begin());
+      if (m.other_signatures.size() > kKeptSignatures) {
+        m.other_signatures.erase(m.other_signatures.begin());
+        m.other_ragged.erase(m.other_ragged.begin());
+      }
       if (!m.executor) {
         std::map<std::string, Tensor> given;
         for (size_t i = 0; i < m.inputs.size(); ++i) given[m.inputs[i].name] = ready[i];
         std::vector<std::string> read;
         ir::Model mapped = onnx::read_onnx_with_inputs(m.onnx_bytes, m.label, given, &read);
+        m.ragged = mapped.ragged;
         m.executor = std::make_unique<Executor>(std::move(mapped.graph), device, m.label);
         // Every input value any mapping read is part of every key from now on, so that a kept
         // mapping is only reused for the very shapes and values it was made for.
@@ -299,25 +335,11 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& inputs) {
           if (std::find(m.values_read.begin(), m.values_read.end(), r) == m.values_read.end()) m.values_read.push_back(r);
         m.mapped_for = key_of();
       }
-      m.outputs.clear();
-      for (uint32_t id : m.executor->graph().outputs) m.outputs.push_back(info_of(m.executor->graph().values[id], id));
+      m.outputs = visible_outputs(m.executor->graph(), m.ragged);
     }
   }
-  if (!m.executor->planned_for(shapes)) {
-    try {
-      m.executor->plan(shapes);
-    } catch (const Error& e) {
-      // NOTE [ONNX dynamic shapes]: the two stand-in extents gave a dimension the same size where
-      // the real input does not (a stride-2 convolution maps 5 and 6 alike), so the probed graph
-      // declares it fixed. Mapped from the real inputs from now on, as a graph that needs input
-      // values is.
-      if (m.map_at_predict || m.onnx_bytes.empty() || e.code() != ErrorCode::kFormat) throw;
-      m.map_at_predict = true;
-      m.executor.reset();
-      return predict(inputs);
-    }
-  }
-  return m.executor->run(ready);
+  if (!m.executor->planned_for(shapes)) m.executor->plan(shapes);
+  return narrowed(m.executor->run(ready), m.ragged);
 }
 
 std::vector<Tensor> Model::predict(const std::map<std::string, Tensor>& inputs) {

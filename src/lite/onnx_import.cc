@@ -3,11 +3,10 @@
 //
 // The mapping needs shapes (Flatten, Reshape's 0, Gather's index rank, Expand's bidirectional
 // broadcast), so it runs the registry's own shape inference as it goes, on placeholder tensors
-// (one element broadcast to the shape: no memory of the shape's size). Symbolic input dimensions
-// are found the way the exporter finds them: the graph is mapped twice with different extents
-// for each symbol, and every dimension that differs between the two is symbolic; a node whose
-// mapping bakes an extent in (a Shape read, a Reshape with an explicit size) differs in its
-// attributes or constants, and is refused by name.
+// (one element broadcast to the shape: no memory of the shape's size). A graph with symbolic
+// input dimensions is never mapped from made-up extents: read_onnx refuses it with
+// InputValueNeeded after checking its ops, and Lite maps it at predict from the real inputs
+// (NOTE [ONNX dynamic shapes]).
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -123,7 +122,8 @@ std::vector<uint32_t> Mapper::emit_all(const NodeCtx& c, OpId op, const std::vec
   bool foldable = small, computable = small;
   for (uint32_t id : ins) {
     foldable = foldable && is_constant(id);
-    computable = computable && (is_constant(id) || g.values[id].kind == ir::ValueKind::kInput || known.count(id) || derivable.count(id));
+    computable = computable && !unknowable.count(id) &&
+                 (is_constant(id) || g.values[id].kind == ir::ValueKind::kInput || known.count(id) || derivable.count(id));
   }
   if (foldable) {
     try {
@@ -134,6 +134,23 @@ std::vector<uint32_t> Mapper::emit_all(const NodeCtx& c, OpId op, const std::vec
   }
   // A hostile Range or ConstantOfShape must not become an allocation Lite attempts.
   std::vector<uint32_t> out = add_node(c.where, def, ins, attrs, inf, inf.num_outputs);
+  // What is computed from a value only the run knows is such a value too (reading it names why);
+  // its value at a Loop's entry is computed when its inputs' are known (hints).
+  for (uint32_t id : ins)
+    if (unknowable.count(id)) {
+      unknowable.insert(out.begin(), out.end());
+      std::vector<Tensor> entry;
+      for (uint32_t in : ins)
+        if (const Tensor* h = hinted(in)) entry.push_back(*h);
+      if (small && entry.size() == ins.size() && !hints.empty()) {
+        try {
+          hints[out[0]] = dispatch1(op, entry, attrs).contiguous();
+        } catch (const Error&) {
+          // no entry value: a per-iteration Slice or Range reading it is refused by name
+        }
+      }
+      break;
+    }
   if (!computable) return out;
   // Computed from the inputs: known now when predict gave them, else known then
   // (NOTE [ONNX dynamic shapes]).
@@ -248,8 +265,13 @@ Handler arg_reduce(OpId op) {
   };
 }
 
-void require_2d(NodeCtx& c, uint32_t x) {
-  if (c.m.shape(x).ndim() != 4) c.unsupported("a " + std::to_string(c.m.shape(x).ndim() - 2) + "-D spatial input (Spore maps 2-D, NCHW)");
+// The spatial axes 2 .. rank-1 of [N, C, D1, ...]: at least one.
+std::vector<int64_t> spatial_axes(NodeCtx& c, uint32_t x) {
+  const int rank = c.m.shape(x).ndim();
+  if (rank < 3) c.bad("the input has rank " + std::to_string(rank) + "; it needs [N, C] and at least one spatial axis");
+  std::vector<int64_t> axes;
+  for (int d = 2; d < rank; ++d) axes.push_back(d);
+  return axes;
 }
 
 // Negative indices count from the end in ONNX; the registry's index ops take them in range.
@@ -749,6 +771,8 @@ std::vector<uint32_t> size_of(NodeCtx& c) {
 
 // Range(start, limit, delta): 0-d constants; the registry's arange.
 std::vector<uint32_t> range(NodeCtx& c) {
+  for (size_t k = 0; k < 3; ++k)
+    if (c.m.unknowable.count(c.at(k))) return range_per_iteration(c);
   double v[3];
   DType t = c.m.dtype(c.at(0));
   for (int k = 0; k < 3; ++k) {
@@ -915,13 +939,16 @@ const std::map<std::string, Handler>& handlers() {
     t["Conv"] = conv;
     t["MaxPool"] = pool(OpId::k_max_pool2d);
     t["AveragePool"] = pool(OpId::k_avg_pool2d);
+    // Global pooling over every spatial axis of [N, C, D1, ..., Dk] (k >= 1: a 1-D signal, an
+    // image, a volume), kept as extents of 1; 2-D averages keep the adaptive pooling kernel.
     t["GlobalAveragePool"] = [](NodeCtx& c) {
-      require_2d(c, c.at(0));
-      return std::vector<uint32_t>{c.m.emit(c, OpId::k_adaptive_avg_pool2d, {c.at(0)}, Attrs::of(std::vector<int64_t>{1, 1}))};
+      const std::vector<int64_t> axes = spatial_axes(c, c.at(0));
+      if (axes.size() == 2)
+        return std::vector<uint32_t>{c.m.emit(c, OpId::k_adaptive_avg_pool2d, {c.at(0)}, Attrs::of(std::vector<int64_t>{1, 1}))};
+      return std::vector<uint32_t>{c.m.emit(c, OpId::k_mean, {c.at(0)}, Attrs::of(axes, true))};
     };
     t["GlobalMaxPool"] = [](NodeCtx& c) {
-      require_2d(c, c.at(0));
-      return std::vector<uint32_t>{c.m.emit(c, OpId::k_max, {c.at(0)}, Attrs::of(std::vector<int64_t>{2, 3}, true))};
+      return std::vector<uint32_t>{c.m.emit(c, OpId::k_max, {c.at(0)}, Attrs::of(spatial_axes(c, c.at(0)), true))};
     };
     t["Softmax"] = [](NodeCtx& c) { return softmax_like(c, OpId::k_softmax); };
     t["LogSoftmax"] = [](NodeCtx& c) { return softmax_like(c, OpId::k_log_softmax); };
@@ -968,6 +995,10 @@ const std::map<std::string, Handler>& handlers() {
     add_nd_index_ops(t);
     add_topk_ops(t);
     add_attention_ops(t);
+    add_flex_attention_ops(t);
+    add_ml_ops(t);
+    add_roi_align_ops(t);
+    add_training_ops(t);
     add_loss_ops(t);
     add_trig_ops(t);
     add_product_ops(t);
@@ -988,10 +1019,11 @@ const std::map<std::string, Handler>& handlers() {
 }
 
 // ---- the graph ----------------------------------------------------------------------------
-// An input extent that is a number: a dim_value of 0 or more. A negative one (exporters write -1)
-// is dynamic, as ONNX Runtime reads it, like a named (dim_param) or an unnamed dimension
-// (NOTE [ONNX dynamic shapes]).
-bool fixed_extent(const ::onnx::TensorShapeProto::Dimension& dim) { return dim.has_dim_value() && dim.dim_value() >= 0; }
+// An input extent that is a positive number. A negative one (exporters write -1) is dynamic, as
+// ONNX Runtime reads it, like a named (dim_param) or an unnamed dimension, and so is 0, which
+// some exporters write for "unknown" (an input that really is empty still maps, from its real
+// shape at predict; NOTE [ONNX dynamic shapes]).
+bool fixed_extent(const ::onnx::TensorShapeProto::Dimension& dim) { return dim.has_dim_value() && dim.dim_value() > 0; }
 
 // The symbol of a dynamic dimension: its dim_param, or one of its own where it has none or the
 // anonymous "?" (paddle2onnx writes "?" for every unknown extent, of unrelated dimensions: one
@@ -1004,25 +1036,48 @@ std::string dim_symbol(const ::onnx::TensorShapeProto::Dimension& dim, const std
 // Every node's op, in the graph and its If branches, is one the table maps: checked before any
 // mapping, so that an unmapped op is refused at load even where the mapping itself waits for
 // predict's inputs.
+// The handler table's key of a node: the op type for the default domain, "domain/op" for another
+// (com.microsoft's contrib ops that ONNX Runtime's tools write, NOTE [ONNX]).
+std::string handler_key(const NodeProto& node) {
+  if (node.domain().empty() || node.domain() == "ai.onnx") return node.op_type();
+  return node.domain() + "/" + node.op_type();
+}
+
+[[noreturn]] void unmapped(const NodeProto& node, const std::string& where) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    fail(ErrorCode::kUnsupported, where + ": the op " + node.op_type() + " of the domain '" + node.domain() +
+                                      "' is not mapped onto Spore's ops (NOTE [ONNX] lists the contrib ops that are)");
+  fail(ErrorCode::kUnsupported, where + ": the ONNX op " + node.op_type() + " is not mapped onto Spore's ops (NOTE [ONNX] lists those that are)");
+}
+
 void check_ops_mapped(const GraphProto& graph, const std::string& label, int depth) {
   if (depth > kMaxSubgraphDepth)
     fail(ErrorCode::kUnsupported, label + ": subgraphs nested over " + std::to_string(kMaxSubgraphDepth) + " deep");
   for (int n = 0; n < graph.node_size(); ++n) {
     const NodeProto& node = graph.node(n);
     const std::string where = label + ": node " + std::to_string(n) + " (" + node.op_type() + (node.name().empty() ? "" : " '" + node.name() + "'") + ")";
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      fail(ErrorCode::kUnsupported, where + ": the op domain '" + node.domain() + "' is not mapped onto Spore's ops");
-    if (!handlers().count(node.op_type()))
-      fail(ErrorCode::kUnsupported, where + ": the ONNX op " + node.op_type() + " is not mapped onto Spore's ops (NOTE [ONNX] lists those that are)");
+    if (!handlers().count(handler_key(node))) unmapped(node, where);
     for (const AttributeProto& a : node.attribute())
       if (a.type() == AttributeProto::GRAPH) check_ops_mapped(a.g(), where + " " + a.name(), depth + 1);
   }
+}
+
+// Whether any node of `g` (subgraphs included) is of the default domain.
+bool uses_default_domain(const GraphProto& g) {
+  for (const NodeProto& n : g.node()) {
+    if (n.domain().empty() || n.domain() == "ai.onnx") return true;
+    for (const AttributeProto& a : n.attribute())
+      if (a.type() == AttributeProto::GRAPH && uses_default_domain(a.g())) return true;
+  }
+  return false;
 }
 
 int64_t default_opset(const ModelProto& model, const std::string& label) {
   int64_t opset = -1;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  // A graph of other domains' ops only (an ai.onnx.ml model) needs no default op set.
+  if (opset < 0 && model.has_graph() && !uses_default_domain(model.graph())) return kNewestOpset;
   if (opset < 0) fail(ErrorCode::kFormat, label + ": the model imports no default-domain op set (opset_import)");
   if (opset < 1 || opset > kNewestOpset)
     fail(ErrorCode::kVersion, label + ": the model uses ONNX op set " + std::to_string(opset) + "; Spore reads op sets " +
@@ -1035,11 +1090,8 @@ void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label) {
   for (int n = 0; n < graph.node_size(); ++n) {
     const NodeProto& node = graph.node(n);
     std::string where = label + ": node " + std::to_string(n) + " (" + node.op_type() + (node.name().empty() ? "" : " '" + node.name() + "'") + ")";
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      fail(ErrorCode::kUnsupported, where + ": the op domain '" + node.domain() + "' is not mapped onto Spore's ops");
-    auto it = table.find(node.op_type());
-    if (it == table.end())
-      fail(ErrorCode::kUnsupported, where + ": the ONNX op " + node.op_type() + " is not mapped onto Spore's ops (NOTE [ONNX] lists those that are)");
+    auto it = table.find(handler_key(node));
+    if (it == table.end()) unmapped(node, where);
     // Before op set 7 binary ops broadcast only under a `broadcast` attribute: such graphs are
     // refused unless every op is one whose first version means what its newest does.
     static const std::set<std::string> unchanged_since_1 = {"Not", "Abs", "Neg", "Exp", "Log", "Sqrt", "Relu", "Sigmoid", "Tanh",
@@ -1060,7 +1112,9 @@ void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label) {
                                                             "(a dangling name, or a cycle)");
       c.in.push_back(v->second);
     }
+    if (!m.ragged.empty()) check_ragged_reader(c);  // NOTE [Ragged outputs]
     std::vector<uint32_t> outs = it->second(c);
+    if (!m.ragged.empty()) mark_ragged_results(c, outs);
     for (int o = 0; o < node.output_size(); ++o) {
       if (node.output(o).empty()) continue;
       if (o >= (int)outs.size()) c.unsupported("output " + std::to_string(o));
@@ -1070,14 +1124,13 @@ void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label) {
   }
 }
 
-ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t opset, const std::map<std::string, int64_t>& extents,
+ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t opset, std::vector<ir::RaggedOutput>& ragged,
                     const std::map<std::string, Tensor>* given = nullptr, std::set<std::string>* used = nullptr) {
   const ::onnx::GraphProto& graph = model.graph();
   Mapper m;
   m.label = label;
   m.opset = opset;
   m.given = given;
-  m.probing = !given && !extents.empty();
   std::set<std::string> initializer_names;
   for (int k = 0; k < graph.initializer_size(); ++k) {
     const TensorProto& t = graph.initializer(k);
@@ -1113,15 +1166,10 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     }
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
       const auto& dim = tt.shape().dim(d);
-      std::string symbol;
-      if (fixed_extent(dim)) {
-        dims.push_back({dim.dim_value(), {}});
-        probe_shape.push_back(dim.dim_value());
-        continue;
-      }
-      symbol = dim_symbol(dim, in.name(), d);
-      dims.push_back({-1, symbol});
-      probe_shape.push_back(extents.at(symbol));
+      if (!fixed_extent(dim))  // map_model maps such a graph only with the inputs given
+        fail(ErrorCode::kInternal, label + ": input '" + in.name() + "' has a symbolic extent and no tensor was given");
+      dims.push_back({dim.dim_value(), {}});
+      probe_shape.push_back(dim.dim_value());
     }
     if (checked_numel(probe_shape, label + ": input '" + in.name() + "'") > lite::kMaxValueElements)
       fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' has over Lite's 2^31 elements per value");
@@ -1142,45 +1190,29 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
       id = m.emit(c, OpId::k_copy, {id});
     }
     m.g.values[id].name = out.name();
+    if (auto r = m.ragged.find(v->second); r != m.ragged.end())
+      ragged.push_back({(uint32_t)m.g.outputs.size(), r->second.first, r->second.second});
     m.g.outputs.push_back(id);
   }
   if (m.g.outputs.empty()) fail(ErrorCode::kFormat, label + ": the graph has no outputs");
+  // NOTE [Ragged outputs]: each narrowed output's length, as a hidden output after the model's own.
+  for (ir::RaggedOutput& r : ragged) {
+    NodeCtx c{m, ::onnx::NodeProto::default_instance(), {}, label + ": the length of output " + std::to_string(r.output)};
+    const uint32_t id = m.emit(c, OpId::k_copy, {r.length});
+    m.g.values[id].name = m.g.values[m.g.outputs[r.output]].name + ":length";
+    r.length = (uint32_t)m.g.outputs.size();
+    m.g.outputs.push_back(id);
+  }
   if (used) *used = m.used;
   // An input's value was only for the mapping: the executor reads the tensor predict gives.
   for (uint32_t id : m.g.inputs) m.g.values[id].data = Tensor();
   return std::move(m.g);
 }
 
-// Dimensions that differ between the two passes are symbolic; anything else that differs means
-// a node baked a symbolic extent in.
-void mark_symbols(ir::Graph& a, const ir::Graph& b, const std::map<std::pair<int64_t, int64_t>, std::string>& by_pair,
-                  const std::string& label) {
-  auto baked = [&](const std::string& what) {
-    // Not a static graph: Lite maps it at predict, for the shapes given (InputValueNeeded).
-    throw InputValueNeeded("", label + ": " + what + " depends on the extent of a symbolic input dimension (a Shape read, "
-                                       "or a reshape to an explicit size); it is mapped when predict gives the shapes");
-  };
-  if (a.nodes.size() != b.nodes.size() || a.values.size() != b.values.size()) baked("the mapped graph");
-  for (size_t n = 0; n < a.nodes.size(); ++n) {
-    const ir::Node &x = a.nodes[n], &y = b.nodes[n];
-    bool same = x.def == y.def && x.inputs == y.inputs && x.attrs.size() == y.attrs.size();
-    for (int i = 0; same && i < x.attrs.size(); ++i) same = x.attrs[i] == y.attrs[i];
-    if (!same) baked(std::string("mapped node ") + std::to_string(n) + " (" + x.def->name + ")");
-  }
-  for (size_t v = 0; v < a.values.size(); ++v) {
-    ir::Value& x = a.values[v];
-    const ir::Value& y = b.values[v];
-    if (x.dims.size() != y.dims.size()) baked("value '" + x.name + "'");
-    if (x.data.defined() != y.data.defined()) baked("value '" + x.name + "'");
-    if (x.data.defined() && (x.data.shape() != y.data.shape() || std::memcmp(x.data.data_ptr(), y.data.data_ptr(), x.data.nbytes()) != 0))
-      baked("the constant '" + x.name + "'");
-    for (size_t d = 0; d < x.dims.size(); ++d) {
-      if (x.dims[d].symbolic() || x.dims[d].extent == y.dims[d].extent) continue;
-      auto it = by_pair.find({x.dims[d].extent, y.dims[d].extent});
-      if (it == by_pair.end()) baked("dimension " + std::to_string(d) + " of a value");
-      x.dims[d] = {-1, it->second};
-    }
-  }
+bool is_initializer(const ::onnx::GraphProto& g, const std::string& name) {
+  for (const auto& t : g.initializer())
+    if (t.name() == name) return true;
+  return false;
 }
 
 ir::Model map_model(const ModelProto& model, const std::string& label, const std::map<std::string, Tensor>* given = nullptr,
@@ -1190,44 +1222,26 @@ ir::Model map_model(const ModelProto& model, const std::string& label, const std
   if (given) {  // every input given: fixed shapes, one mapping
     ir::Model out;
     out.producer_name = model.producer_name().empty() ? "onnx" : model.producer_name();
-    out.graph = map_graph(model, label, opset, {}, given, used);
+    out.graph = map_graph(model, label, opset, out.ragged, given, used);
     return out;
-  }
-  // The symbols, in order of appearance, and two extents for each.
-  std::map<std::string, int64_t> first, second;
-  std::map<std::pair<int64_t, int64_t>, std::string> by_pair;
-  for (const auto& in : model.graph().input()) {
-    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
-    const auto& shape = in.type().tensor_type().shape();
-    for (int d = 0; d < shape.dim_size(); ++d) {
-      if (fixed_extent(shape.dim(d))) continue;
-      const std::string symbol = dim_symbol(shape.dim(d), in.name(), d);
-      if (first.count(symbol)) continue;
-      const int64_t k = (int64_t)first.size();
-      first[symbol] = 5 + 2 * k;
-      second[symbol] = 6 + 3 * k;
-      by_pair[{first[symbol], second[symbol]}] = symbol;
-    }
   }
   ir::Model out;
   out.producer_name = model.producer_name().empty() ? "onnx" : model.producer_name();
   out.producer_version = model.producer_version();
   check_ops_mapped(model.graph(), label, 0);
-  if (first.empty()) {
-    out.graph = map_graph(model, label, opset, first);
-  } else {
-    // Probed with two sets of stand-in extents for a graph that holds for every extent; where the
-    // probe fails or an extent is baked in, the graph is mapped at predict from the real shapes
-    // (NOTE [ONNX dynamic shapes]).
-    try {
-      out.graph = map_graph(model, label, opset, first);
-      mark_symbols(out.graph, map_graph(model, label, opset, second), by_pair, label);
-    } catch (const InputValueNeeded&) {
-      throw;
-    } catch (const Error& e) {
-      throw InputValueNeeded("", label + ": mapped at predict for the inputs' shapes (with stand-in extents: " + e.what() + ")");
-    }
+  // A symbolic input extent: mapped at predict from the real inputs' shapes, never from stand-in
+  // extents (NOTE [ONNX dynamic shapes]); the ops were checked above, so unmapped ones are still
+  // refused at load.
+  for (const auto& in : model.graph().input()) {
+    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+    const auto& shape = in.type().tensor_type().shape();
+    for (int d = 0; d < shape.dim_size(); ++d)
+      if (!fixed_extent(shape.dim(d)) && !is_initializer(model.graph(), in.name()))
+        throw InputValueNeeded("", label + ": input '" + in.name() + "' has the symbolic input dimension '" +
+                                       dim_symbol(shape.dim(d), in.name(), d) +
+                                       "'; the graph is mapped when predict gives the shapes");
   }
+  out.graph = map_graph(model, label, opset, out.ragged);
   out.metadata.emplace_back("onnx.opset", std::to_string(opset));
   for (const auto& p : model.metadata_props()) out.metadata.emplace_back(p.key(), p.value());
   return out;

@@ -5,7 +5,11 @@
 // (powers of two scale exactly), and the result wrapped modulo 2^W and read back as signed.
 // 64-bit integers would need 64 exact bits, more than float64 holds: refused (kUnsupported).
 // BitwiseNot is -x - 1 (two's complement) or max - x (unsigned), exact in any integer type.
+// BitCast (op set 26) reinterprets the bytes of a value known when the graph is mapped (a
+// constant, or predict's inputs; a computed tensor is refused by name): the registry has no
+// reinterpreting op.
 #include <cmath>
+#include <cstring>
 
 #include "lite/onnx_mapper.h"
 
@@ -100,7 +104,25 @@ std::vector<uint32_t> bit_shift(NodeCtx& c) {
 
 }  // namespace
 
+std::vector<uint32_t> bit_cast(NodeCtx& c) {
+  Mapper& m = c.m;
+  DType to;
+  if (!dtype_of((int32_t)c.i("to", 0), to)) c.unsupported("BitCast to " + onnx_type_name((int32_t)c.i("to", 0)));
+  const uint32_t x = c.at(0);
+  if (dtype_size(to) != dtype_size(m.dtype(x)))
+    c.bad(std::string("BitCast from ") + dtype_name(m.dtype(x)) + " to " + dtype_name(to) + " changes the element size");
+  if (m.shape(x).numel() > kMaxKnownElements) c.unsupported("BitCast of a value over 4,096 elements (it runs when the graph is mapped)");
+  const Tensor from = m.data(c, x, "input (BitCast runs when the graph is mapped)").contiguous();
+  Tensor out = Tensor::empty(from.shape(), to, Device::cpu());
+  if (from.nbytes()) std::memcpy(out.data_ptr(), from.data_ptr(), from.nbytes());
+  if (to == DType::kBool)  // only 0 and 1 are bool values
+    for (int64_t i = 0; i < out.numel(); ++i)
+      if (static_cast<const uint8_t*>(out.data_ptr())[i] > 1) c.unsupported("BitCast to bool of bytes other than 0 and 1");
+  return {m.constant(out)};
+}
+
 void add_bitwise_ops(HandlerTable& t) {
+  t["BitCast"] = bit_cast;
   for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) t[op] = bitwise(op);
   t["BitwiseNot"] = bitwise_not;
   t["BitShift"] = bit_shift;

@@ -1,9 +1,10 @@
-// ONNX If and Loop onto the mapping itself (NOTE [ONNX dynamic shapes]): Lite has no control flow, so an If
-// whose condition is known when the graph is mapped (an initializer or Constant, or a small value
-// computed from predict's inputs, which then re-maps when those values change) is replaced by the
-// nodes of the branch it takes; a Loop whose trip count and condition are known is unrolled (at most
-// 4,096 iterations), and so is a Scan over its scan axis. A condition computed from large values is
-// refused by name.
+// ONNX If and Loop onto the mapping itself (NOTE [ONNX dynamic shapes]): an If whose condition is
+// known when the graph is mapped (an initializer or Constant, or a small value computed from
+// predict's inputs, which then re-maps when those values change) is replaced by the nodes of the
+// branch it takes; one whose condition is computed from large values becomes an if_else node that
+// runs the chosen branch at run time (onnx_map_if_node.cc, NOTE [Lite control flow]); a Loop whose trip count and condition are known is unrolled (at most
+// 4,096 iterations), and so is a Scan over its scan axis. A Loop whose condition is computed from
+// large values becomes a while_loop node (onnx_map_loop_node.cc, NOTE [ONNX Loop at run time]).
 #include <algorithm>
 #include <cmath>
 
@@ -14,8 +15,10 @@ namespace {
 
 std::vector<uint32_t> if_op(NodeCtx& c) {
   Mapper& m = c.m;
-  if (m.probing)  // the condition may be computed from an extent that the stand-ins do not have
-    throw InputValueNeeded("", c.where + ": an If under symbolic input extents is mapped at predict, from the real shapes");
+  const uint32_t id = c.at(0);
+  const bool known_now_or_at_predict = m.is_constant(id) || m.g.values[id].kind == ir::ValueKind::kInput || m.known.count(id) ||
+                                       m.derivable.count(id);
+  if (!known_now_or_at_predict) return if_at_run_time(c, id);
   const Tensor& cond = m.data(c, c.at(0), "condition (Lite runs an If whose condition is known when the graph is mapped)");
   if (cond.numel() != 1) c.bad("the condition must hold one element");
   const bool then = cond.contiguous().to(DType::kFloat64).to_vector<double>()[0] != 0;
@@ -61,7 +64,6 @@ double scalar_of(NodeCtx& c, uint32_t id, const char* what) {
 // the graph is mapped) allow; scan outputs are stacked on a new first axis.
 std::vector<uint32_t> loop_op(NodeCtx& c) {
   Mapper& m = c.m;
-  if (m.probing) throw InputValueNeeded("", c.where + ": a Loop under symbolic input extents is mapped at predict, from the real shapes");
   const AttributeProto* a = find_attr(c.node, "body");
   if (!a || a->type() != AttributeProto::GRAPH) c.bad("body is missing or not a graph");
   if (m.depth >= kMaxSubgraphDepth) c.unsupported("subgraphs nested over " + std::to_string(kMaxSubgraphDepth) + " deep");
@@ -73,15 +75,25 @@ std::vector<uint32_t> loop_op(NodeCtx& c) {
           std::to_string(carried) + " loop-carried values");
   const int scans = body.output_size() - 1 - carried;
   if (c.node.output_size() != carried + scans) c.bad("the Loop's outputs do not match its body's");
+  // A trip count or condition that only the run computes: the body runs as a while_loop node.
+  auto at_run_time = [&](uint32_t id) {
+    return !m.is_constant(id) && !m.known.count(id) && !m.derivable.count(id) && m.g.values[id].kind != ir::ValueKind::kInput;
+  };
+  std::vector<uint32_t> values(c.in.begin() + 2, c.in.end());
+  for (uint32_t v : values)
+    if (v == kNone) c.bad("a loop-carried initial value is missing");
+  if ((c.given(0) && at_run_time(c.in[0])) || (c.given(1) && at_run_time(c.in[1])))
+    return loop_at_run_time(c, 0, c.given(1) ? c.in[1] : kNone, values);
+  // Otherwise unrolled while the condition the body computes is known; from the first iteration
+  // whose condition only the run knows, the rest runs as a while_loop node from the state reached
+  // (which also settles loop-carried values whose initial value is a placeholder of another
+  // shape, as Paddle exports write them).
   const bool counted = c.given(0);
   const double trips = counted ? scalar_of(c, c.in[0], "trip count") : INFINITY;
   bool go = c.given(1) ? scalar_of(c, c.in[1], "condition") != 0 : true;
   if (!counted && !c.given(1)) c.unsupported("a Loop with neither a trip count nor a condition (it never ends)");
   if (trips > (double)kMaxIterations && !c.given(1))
     c.unsupported("a Loop of " + std::to_string(trips) + " iterations (unrolled: at most " + std::to_string(kMaxIterations) + ")");
-  std::vector<uint32_t> values(c.in.begin() + 2, c.in.end());
-  for (uint32_t v : values)
-    if (v == kNone) c.bad("a loop-carried initial value is missing");
   std::vector<std::vector<uint32_t>> scanned((size_t)scans);
   const std::map<std::string, uint32_t> outer = m.names;
   ++m.depth;
@@ -102,9 +114,16 @@ std::vector<uint32_t> loop_op(NodeCtx& c) {
       if (it == m.names.end()) c.bad("body output '" + o.name() + "' is made by no node");
       outs.push_back(it->second);
     }
-    go = scalar_of(c, outs[0], "condition the body computes (Lite unrolls a Loop whose condition is known when the graph is mapped)") != 0;
     for (int k = 0; k < carried; ++k) values[(size_t)k] = outs[(size_t)k + 1];
     for (int k = 0; k < scans; ++k) scanned[(size_t)k].push_back(outs[(size_t)(1 + carried + k)]);
+    if (!c.given(1)) continue;  // ONNX: the body's condition is ignored when the Loop has none
+    if (at_run_time(outs[0])) {
+      --m.depth;
+      m.names = outer;
+      if (scans > 0) c.unsupported("scan outputs of a Loop whose condition is computed at run time");
+      return loop_at_run_time(c, i + 1, outs[0], values);
+    }
+    go = scalar_of(c, outs[0], "condition the body computes (Lite unrolls a Loop whose condition is known when the graph is mapped)") != 0;
   }
   --m.depth;
   m.names = outer;
@@ -198,7 +217,6 @@ std::vector<uint32_t> scan_unrolled(NodeCtx& c, const GraphProto& body, std::vec
 
 std::vector<uint32_t> scan_op(NodeCtx& c) {
   Mapper& m = c.m;
-  if (m.probing) throw InputValueNeeded("", c.where + ": a Scan under symbolic input extents is mapped at predict, from the real shapes");
   const AttributeProto* a = find_attr(c.node, "body");
   if (!a || a->type() != AttributeProto::GRAPH) c.bad("body is missing or not a graph");
   if (m.depth >= kMaxSubgraphDepth) c.unsupported("subgraphs nested over " + std::to_string(kMaxSubgraphDepth) + " deep");
@@ -250,9 +268,21 @@ std::vector<uint32_t> scan_op(NodeCtx& c) {
   return result;
 }
 
+// Optional values: Lite's values are tensors, so an optional here is a tensor that is present, or
+// an omitted input (an optional-typed graph input is refused where the inputs are read).
+std::vector<uint32_t> optional_has_element(NodeCtx& c) {
+  return {c.m.constant(Tensor::from_vector(std::vector<uint8_t>{c.given(0) ? uint8_t{1} : uint8_t{0}}, Shape{}).to(DType::kBool))};
+}
+std::vector<uint32_t> optional_get_element(NodeCtx& c) {
+  if (!c.given(0)) c.bad("OptionalGetElement of an empty optional");
+  return {c.m.emit(c, OpId::k_copy, {c.at(0)})};
+}
+
 }  // namespace
 
 void add_control_ops(HandlerTable& t) {
+  t["OptionalHasElement"] = optional_has_element;
+  t["OptionalGetElement"] = optional_get_element;
   t["If"] = if_op;
   t["Loop"] = loop_op;
   t["Scan"] = scan_op;

@@ -26,6 +26,8 @@ std::vector<uint32_t> slice(NodeCtx& c) {
     ends = c.ints("ends");
     axes = c.ints("axes");
   } else {
+    if (c.m.unknowable.count(c.at(1)) || c.m.unknowable.count(c.at(2))) return slice_per_iteration(c);
+    if (ragged_slice_applies(c)) return ragged_slice(c);
     starts = c.m.int_data(c, c.at(1), "starts");
     ends = c.m.int_data(c, c.at(2), "ends");
     if (c.given(3)) axes = c.m.int_data(c, c.in[3], "axes");

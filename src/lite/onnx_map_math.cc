@@ -1,7 +1,9 @@
 // ONNX elementwise and normalisation ops without a registry op of their own, written with registry
 // ops (NOTE [ONNX]): Floor, Ceil, Round, Sign, IsNaN, IsInf, Mod, OneHot, Hardmax, EyeLike,
-// GroupNormalization, MeanVarianceNormalization, LpNormalization, LRN.
+// GroupNormalization, MeanVarianceNormalization, LpNormalization, LRN, and Det (a cofactor
+// expansion along the first row, in float64, for matrices up to 6 x 6).
 #include <cmath>
+#include <functional>
 
 #include "lite/onnx_mapper.h"
 
@@ -217,6 +219,45 @@ std::vector<uint32_t> lp_norm(NodeCtx& c) {
   return {o.e(OpId::k_where, {o.e(OpId::k_eq, {norm, o.k(0, t)}), o.k(0, t), o.e(OpId::k_div, {x, norm})})};
 }
 
+// Larger matrices would need n! products in the expansion: refused.
+constexpr int64_t kMaxDetOrder = 6;
+
+std::vector<uint32_t> det(NodeCtx& c) {
+  Mapper& m = c.m;
+  const uint32_t x = c.at(0);
+  const Shape xs = m.shape(x);
+  const int rank = xs.ndim();
+  if (rank < 2 || xs[rank - 1] != xs[rank - 2]) c.bad("Det takes [..., n, n], not " + xs.str());
+  const int64_t n = xs[rank - 1];
+  if (n > kMaxDetOrder) c.unsupported("Det of " + std::to_string(n) + " x " + std::to_string(n) + " matrices (at most 6 x 6)");
+  if (!is_floating(m.dtype(x))) c.bad("Det takes floating-point matrices");
+  const uint32_t w = m.cast_to(c, x, DType::kFloat64);
+  std::vector<int64_t> batch(xs.begin(), xs.end() - 2);
+  // Element (i, j) of every matrix, [...].
+  std::vector<uint32_t> at((size_t)(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const uint32_t row = m.emit(c, OpId::k_slice, {w}, Attrs::of((int64_t)rank - 2, i, i + 1, int64_t{1}));
+      at[(size_t)(i * n + j)] = m.reshape(c, m.emit(c, OpId::k_slice, {row}, Attrs::of((int64_t)rank - 1, j, j + 1, int64_t{1})), batch);
+    }
+  // The determinant of the minor on rows first.. and the columns `cols`.
+  std::function<uint32_t(int64_t, const std::vector<int64_t>&)> minor = [&](int64_t first, const std::vector<int64_t>& cols) {
+    if (cols.size() == 1) return at[(size_t)(first * n + cols[0])];
+    uint32_t sum = kNone;
+    for (size_t k = 0; k < cols.size(); ++k) {
+      std::vector<int64_t> rest = cols;
+      rest.erase(rest.begin() + (std::ptrdiff_t)k);
+      const uint32_t term = m.emit(c, OpId::k_mul, {at[(size_t)(first * n + cols[k])], minor(first + 1, rest)});
+      sum = sum == kNone ? term : m.emit(c, k % 2 ? OpId::k_sub : OpId::k_add, {sum, term});
+    }
+    return sum;
+  };
+  std::vector<int64_t> all((size_t)n);
+  for (int64_t j = 0; j < n; ++j) all[(size_t)j] = j;
+  const uint32_t d = n == 0 ? m.emit(c, OpId::k_fill, {}, Attrs::of(batch, 1.0, DType::kFloat64)) : minor(0, all);
+  return {m.cast_to(c, d, m.dtype(x))};
+}
+
 }  // namespace
 
 uint32_t round_half_even(NodeCtx& c, uint32_t x) { return Ops{c}.round(x); }
@@ -244,6 +285,7 @@ std::vector<uint32_t> lrn(NodeCtx& c) {
 }
 
 void add_math_ops(HandlerTable& t) {
+  t["Det"] = det;
   t["LRN"] = lrn;
   t["Floor"] = [](NodeCtx& c) { return rounding(c, 0); };
   t["Ceil"] = [](NodeCtx& c) { return rounding(c, 1); };

@@ -17,7 +17,6 @@ uint32_t linear_index(NodeCtx& c, uint32_t data, uint32_t indices, int64_t* tupl
   if (is.ndim() < 1) c.bad("indices must have at least one axis");
   const int64_t k = is[is.ndim() - 1];
   if (k < 1 || k > ds.ndim()) c.bad("the index tuples have " + std::to_string(k) + " components for data of rank " + std::to_string(ds.ndim()));
-  if (c.i("batch_dims", 0) != 0) c.unsupported("batch_dims other than 0");
   std::vector<int64_t> stride((size_t)k), extent((size_t)k);
   int64_t s = 1;
   for (int64_t j = k - 1; j >= 0; --j) {
@@ -47,8 +46,39 @@ uint32_t flattened(NodeCtx& c, uint32_t data, int64_t k, std::vector<int64_t>* r
   return c.m.reshape(c, data, shape);
 }
 
-std::vector<uint32_t> gather_nd(NodeCtx& c) {
-  const uint32_t data = c.at(0), indices = c.at(1);
+uint32_t gather_tuples(NodeCtx& c, uint32_t data, uint32_t indices);
+
+// GatherND with batch_dims b: the b leading axes of data and indices (equal) flattened into one
+// batch axis P, and each tuple given its batch entry as a leading component, is GatherND with
+// batch_dims 0 over [P, ...]; the result takes indices' leading shape back.
+std::vector<uint32_t> gather_nd_batched(NodeCtx& c, int64_t b) {
+  Mapper& m = c.m;
+  const uint32_t data = c.at(0);
+  const Shape ds = m.shape(data), is = m.shape(c.at(1));
+  if (b < 0 || b >= std::min(ds.ndim(), is.ndim())) c.bad("batch_dims " + std::to_string(b) + " does not fit data and indices");
+  int64_t p = 1;
+  for (int d = 0; d < b; ++d) {
+    if (ds[d] != is[d]) c.bad("data and indices differ in batch axis " + std::to_string(d));
+    p *= ds[d];
+  }
+  const int64_t k = is[is.ndim() - 1];
+  if (k < 1 || b + k > ds.ndim()) c.bad("the index tuples have " + std::to_string(k) + " components past batch_dims " + std::to_string(b));
+  int64_t tuples = 1;
+  for (int d = (int)b; d + 1 < is.ndim(); ++d) tuples *= is[d];
+  std::vector<int64_t> data_shape = {p};
+  data_shape.insert(data_shape.end(), ds.begin() + b, ds.end());
+  std::vector<int64_t> batch_of((size_t)(p * tuples));
+  for (int64_t i = 0; i < p * tuples; ++i) batch_of[(size_t)i] = i / std::max<int64_t>(tuples, 1);
+  const uint32_t lead = m.constant_of(batch_of, Shape{p, tuples, 1});
+  const uint32_t tuples_of = m.reshape(c, m.cast_to(c, c.at(1), DType::kInt64), {p, tuples, k});
+  const uint32_t y = gather_tuples(c, m.reshape(c, data, data_shape), m.emit(c, OpId::k_concat, {lead, tuples_of}, Attrs::of(int64_t{2})));
+  std::vector<int64_t> out(is.begin(), is.end() - 1);
+  out.insert(out.end(), ds.begin() + b + k, ds.end());
+  return {m.reshape(c, y, out)};
+}
+
+// data's slices at the tuples of indices [..., k]: [..., data's axes after k].
+uint32_t gather_tuples(NodeCtx& c, uint32_t data, uint32_t indices) {
   const Shape is = c.m.shape(indices);
   int64_t tuples;
   const uint32_t lin = linear_index(c, data, indices, &tuples);
@@ -57,7 +87,12 @@ std::vector<uint32_t> gather_nd(NodeCtx& c) {
   const uint32_t y = c.m.emit(c, OpId::k_index_select, {flattened(c, data, k, &rest), lin}, Attrs::of(int64_t{0}));
   std::vector<int64_t> out(is.begin(), is.end() - 1);
   out.insert(out.end(), rest.begin(), rest.end());
-  return {c.m.reshape(c, y, out)};
+  return c.m.reshape(c, y, out);
+}
+
+std::vector<uint32_t> gather_nd(NodeCtx& c) {
+  if (const int64_t b = c.i("batch_dims", 0); b != 0) return gather_nd_batched(c, b);
+  return {gather_tuples(c, c.at(0), c.at(1))};
 }
 
 }  // namespace

@@ -93,33 +93,10 @@ std::vector<uint32_t> dequantize_linear(NodeCtx& c) {
   return {m.cast_to(c, y, out)};
 }
 
-// y = saturate(round(x / scale) + zp) with scale and zp from x's range (widened to hold 0), in
-// float32 as the spec's formula is written.
 std::vector<uint32_t> dynamic_quantize_linear(NodeCtx& c) {
-  Mapper& m = c.m;
-  const uint32_t x = m.cast_to(c, c.at(0), DType::kFloat32);
-  const Shape xs = m.shape(x);
-  if (xs.numel() == 0) c.unsupported("DynamicQuantizeLinear of an empty tensor");
-  std::vector<int64_t> all((size_t)xs.ndim());
-  for (size_t a = 0; a < all.size(); ++a) all[a] = (int64_t)a;
-  auto f = [&](double v) { return m.scalar(v, DType::kFloat32); };
-  uint32_t hi = x, lo = x;
-  if (!all.empty()) {
-    hi = m.emit(c, OpId::k_max, {x}, Attrs::of(all, false));
-    lo = m.emit(c, OpId::k_min, {x}, Attrs::of(all, false));
-  }
-  hi = m.emit(c, OpId::k_maximum, {hi, f(0)});
-  lo = m.emit(c, OpId::k_minimum, {lo, f(0)});
-  const uint32_t spread = m.emit(c, OpId::k_sub, {hi, lo});
-  const uint32_t width = m.emit(c, OpId::k_where, {m.emit(c, OpId::k_eq, {hi, lo}), f(1), spread});
-  const uint32_t scale = m.emit(c, OpId::k_div, {width, f(255)});
-  uint32_t zp = m.emit(c, OpId::k_sub, {f(0), m.emit(c, OpId::k_div, {lo, scale})});
-  zp = m.emit(c, OpId::k_minimum, {m.emit(c, OpId::k_maximum, {zp, f(0)}), f(255)});
-  const uint32_t zpi = round_half_even(c, zp);
-  const uint32_t y = saturate(c, m.cast_to(c, m.emit(c, OpId::k_div, {x, scale}), DType::kFloat64), zpi, DType::kUInt8);
-  return {y, m.cast_to(c, scale, m.dtype(c.at(0))), m.cast_to(c, zpi, DType::kUInt8)};
+  const DynamicQuant q = dynamic_quantize(c, c.at(0));
+  return {q.q, c.m.cast_to(c, q.scale, c.m.dtype(c.at(0))), c.m.cast_to(c, q.zero_point, DType::kUInt8)};
 }
-
 // v - zp in float64; a 1-D zero point of `rows` values applies per row of a matrix ([rows, 1]).
 uint32_t centered(NodeCtx& c, uint32_t v, size_t zp_input, bool per_row) {
   Mapper& m = c.m;
@@ -198,6 +175,34 @@ Handler conv_integer(Handler conv, bool qlinear) {
 }
 
 }  // namespace
+
+// y = saturate(round(x / scale) + zp) with scale and zp from x's range (widened to hold 0), in
+// float32 as the spec's formula is written (ONNX Runtime's dynamic quantization of activations
+// computes the same: one range over the whole tensor, scale 1 for an all-zero one).
+DynamicQuant dynamic_quantize(NodeCtx& c, uint32_t input) {
+  Mapper& m = c.m;
+  const uint32_t x = m.cast_to(c, input, DType::kFloat32);
+  const Shape xs = m.shape(x);
+  if (xs.numel() == 0) c.unsupported("dynamic quantization of an empty tensor");
+  std::vector<int64_t> all((size_t)xs.ndim());
+  for (size_t a = 0; a < all.size(); ++a) all[a] = (int64_t)a;
+  auto f = [&](double v) { return m.scalar(v, DType::kFloat32); };
+  uint32_t hi = x, lo = x;
+  if (!all.empty()) {
+    hi = m.emit(c, OpId::k_max, {x}, Attrs::of(all, false));
+    lo = m.emit(c, OpId::k_min, {x}, Attrs::of(all, false));
+  }
+  hi = m.emit(c, OpId::k_maximum, {hi, f(0)});
+  lo = m.emit(c, OpId::k_minimum, {lo, f(0)});
+  const uint32_t spread = m.emit(c, OpId::k_sub, {hi, lo});
+  const uint32_t width = m.emit(c, OpId::k_where, {m.emit(c, OpId::k_eq, {hi, lo}), f(1), spread});
+  const uint32_t scale = m.emit(c, OpId::k_div, {width, f(255)});
+  uint32_t zp = m.emit(c, OpId::k_sub, {f(0), m.emit(c, OpId::k_div, {lo, scale})});
+  zp = m.emit(c, OpId::k_minimum, {m.emit(c, OpId::k_maximum, {zp, f(0)}), f(255)});
+  const uint32_t zpi = round_half_even(c, zp);
+  const uint32_t y = saturate(c, m.cast_to(c, m.emit(c, OpId::k_div, {x, scale}), DType::kFloat64), zpi, DType::kUInt8);
+  return {y, scale, zpi};
+}
 
 void add_quantize_ops(HandlerTable& t) {
   t["QuantizeLinear"] = quantize_linear;

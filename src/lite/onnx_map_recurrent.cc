@@ -2,6 +2,14 @@
 // is mapped (its length is known then: a fixed extent, or predict's shapes), the input projection
 // of every step done as one product, then per step the recurrent product and the gates in the
 // spec's equations. Forward, reverse and bidirectional; layout 0 and 1; peepholes; clip.
+// com.microsoft's DynamicQuantizeLSTM (ONNX Runtime's quantize_dynamic writes it) is the same LSTM
+// with int8 / uint8 weights stored [dirs, input, 4H] and [dirs, H, 4H] (transposed against
+// LSTM's), a scale and zero point per direction or per gate column, and each product computed
+// as ONNX Runtime's kernel computes it: its float operand (all of X at once, then h at each step)
+// quantized dynamically to uint8 over its whole range, the integer product exact (in float64),
+// then scaled by a_scale * w_scale in float32.
+#include <functional>
+
 #include "lite/onnx_mapper.h"
 
 namespace spore::onnx::detail {
@@ -39,10 +47,28 @@ struct Recurrent {
     return c.m.reshape(c, cut(p, 0, dir, dir + 1), rest);
   }
   uint32_t transposed(uint32_t m2) { return e(OpId::k_permute, {m2}, Attrs::of(std::vector<int64_t>{1, 0})); }
+  // a [..., K] times direction d's input (recurrent: recurrence) weights, [..., G*H]; set per op.
+  std::function<uint32_t(uint32_t a, int d, bool recurrence)> product;
 };
 
-std::vector<uint32_t> recurrent(NodeCtx& c, int gates, const char* op) {
-  Recurrent r{c, gates, 0, 1, {}, 0};
+// DynamicQuantizeLSTM's products (see the top of the file): weights [dirs, K, G*H] as stored,
+// scales and zero points at inputs scale_k and scale_k + 1.
+uint32_t quantized_product(Recurrent& r, uint32_t a, int d, uint32_t w, size_t scale_k) {
+  NodeCtx& c = r.c;
+  Mapper& m = c.m;
+  const uint32_t scale = r.row(c.at(scale_k), d), zp = r.row(c.at(scale_k + 1), d);  // [] or [G*H]
+  const DType wt = m.dtype(w);
+  if (wt != DType::kInt8 && wt != DType::kUInt8) c.bad("quantized weights must be int8 or uint8, not " + std::string(dtype_name(wt)));
+  if (m.dtype(zp) != wt) c.bad("a weight zero point must have its weight's type");
+  const uint32_t wc = r.e(OpId::k_sub, {m.cast_to(c, r.row(w, d), DType::kFloat64), m.cast_to(c, zp, DType::kFloat64)});
+  const DynamicQuant q = dynamic_quantize(c, a);
+  const uint32_t ac = r.e(OpId::k_sub, {m.cast_to(c, q.q, DType::kFloat64), m.cast_to(c, q.zero_point, DType::kFloat64)});
+  const uint32_t acc = m.cast_to(c, r.e(OpId::k_matmul, {ac, wc}), DType::kFloat32);
+  return r.e(OpId::k_mul, {acc, r.e(OpId::k_mul, {q.scale, m.cast_to(c, scale, DType::kFloat32)})});
+}
+
+std::vector<uint32_t> recurrent(NodeCtx& c, int gates, const char* op, bool quantized = false) {
+  Recurrent r{c, gates, 0, 1, {}, 0, {}};
   Mapper& m = c.m;
   const int layout = (int)c.i("layout", 0);
   uint32_t x = c.at(0);
@@ -56,10 +82,22 @@ std::vector<uint32_t> recurrent(NodeCtx& c, int gates, const char* op) {
   r.dirs = direction == "bidirectional" ? 2 : 1;
   const uint32_t w = c.at(1), rw = c.at(2);
   const Shape& ws = m.shape(w);
-  if (ws.ndim() != 3 || ws[0] != r.dirs || ws[1] % gates != 0 || ws[2] != xs[2]) c.bad("W has shape " + ws.str());
-  r.h = c.i("hidden_size", ws[1] / gates);
-  if (r.h * gates != ws[1]) c.bad("hidden_size does not match W");
-  if (m.shape(rw) != Shape{r.dirs, gates * r.h, r.h}) c.bad("R has shape " + m.shape(rw).str());
+  const int gate_axis = quantized ? 2 : 1, in_axis = quantized ? 1 : 2;  // quantized weights are stored transposed
+  if (ws.ndim() != 3 || ws[0] != r.dirs || ws[gate_axis] % gates != 0 || ws[in_axis] != xs[2]) c.bad("W has shape " + ws.str());
+  r.h = c.i("hidden_size", ws[gate_axis] / gates);
+  if (r.h * gates != ws[gate_axis]) c.bad("hidden_size does not match W");
+  if (m.shape(rw) != (quantized ? Shape{r.dirs, r.h, gates * r.h} : Shape{r.dirs, gates * r.h, r.h}))
+    c.bad("R has shape " + m.shape(rw).str());
+  if (quantized) {
+    r.product = [&r, w, rw](uint32_t a, int d, bool recurrence) { return quantized_product(r, a, d, recurrence ? rw : w, recurrence ? 10 : 8); };
+  } else {
+    // Each direction's weights transposed once: [in, G*H] and [H, G*H].
+    std::vector<uint32_t> wts, rts;
+    for (int d = 0; d < r.dirs; ++d) wts.push_back(r.transposed(r.row(w, d))), rts.push_back(r.transposed(r.row(rw, d)));
+    r.product = [&r, wts, rts](uint32_t a, int d, bool recurrence) {
+      return r.e(OpId::k_matmul, {a, recurrence ? rts[(size_t)d] : wts[(size_t)d]});
+    };
+  }
   if (c.given(4)) {  // sequence_lens: every sequence whole is the only case mapped
     for (int64_t len : m.int_data(c, c.in[4], "sequence_lens"))
       if (len != seq) c.unsupported("sequences of different lengths (sequence_lens)");
@@ -82,14 +120,14 @@ std::vector<uint32_t> recurrent(NodeCtx& c, int gates, const char* op) {
   std::vector<uint32_t> ys, hs, cs;
   for (int d = 0; d < r.dirs; ++d) {
     const bool backward = direction == "reverse" || d == 1;
-    const uint32_t wt = r.transposed(r.row(w, d)), rt = r.transposed(r.row(rw, d));  // [in, G*H], [H, G*H]
+    const uint32_t rt = gru ? r.transposed(r.row(rw, d)) : kNone;  // GRU cuts its recurrence weights: [H, G*H]
     uint32_t wb = kNone, rb = kNone;
     if (c.given(3)) {
       const uint32_t b = r.row(c.in[3], d);  // [2*G*H]
       wb = r.cut(b, 0, 0, gates * h);
       rb = r.cut(b, 0, gates * h, 2 * gates * h);
     }
-    uint32_t xw = r.e(OpId::k_matmul, {x, wt});  // [seq, batch, G*H]
+    uint32_t xw = r.product(x, d, false);  // [seq, batch, G*H]
     if (wb != kNone) xw = r.e(OpId::k_add, {xw, wb});
     if (wb != kNone && !gru) xw = r.e(OpId::k_add, {xw, rb});  // GRU's recurrent bias of h sits inside the reset
     uint32_t hv = c.given(5) ? r.row(c.in[5], d) : zeros({batch, h});
@@ -104,7 +142,7 @@ std::vector<uint32_t> recurrent(NodeCtx& c, int gates, const char* op) {
       const int64_t at = backward ? seq - 1 - k : k;
       const uint32_t xt = m.reshape(c, r.cut(xw, 0, at, at + 1), {batch, gates * h});
       if (lstm) {
-        const uint32_t g = r.clipped(r.e(OpId::k_add, {xt, r.e(OpId::k_matmul, {hv, rt})}));
+        const uint32_t g = r.clipped(r.e(OpId::k_add, {xt, r.product(hv, d, true)}));
         uint32_t i = r.cut(g, 1, 0, h), o = r.cut(g, 1, h, 2 * h), f = r.cut(g, 1, 2 * h, 3 * h), cc = r.cut(g, 1, 3 * h, 4 * h);
         if (pi != kNone) i = r.e(OpId::k_add, {i, r.e(OpId::k_mul, {pi, cv})}), f = r.e(OpId::k_add, {f, r.e(OpId::k_mul, {pf, cv})});
         i = r.act(d, 0, i);
@@ -133,7 +171,7 @@ std::vector<uint32_t> recurrent(NodeCtx& c, int gates, const char* op) {
         // (1 - z) * cand + z * h = cand + z * (h - cand)
         hv = r.e(OpId::k_add, {cand, r.e(OpId::k_mul, {z, r.e(OpId::k_sub, {hv, cand})})});
       } else {
-        hv = r.act(d, 0, r.clipped(r.e(OpId::k_add, {xt, r.e(OpId::k_matmul, {hv, rt})})));
+        hv = r.act(d, 0, r.clipped(r.e(OpId::k_add, {xt, r.product(hv, d, true)})));
       }
       steps[(size_t)at] = m.reshape(c, hv, {1, 1, batch, h});
     }
@@ -159,6 +197,7 @@ void add_recurrent_ops(HandlerTable& t) {
   t["LSTM"] = [](NodeCtx& c) { return recurrent(c, 4, "LSTM"); };
   t["GRU"] = [](NodeCtx& c) { return recurrent(c, 3, "GRU"); };
   t["RNN"] = [](NodeCtx& c) { return recurrent(c, 1, "RNN"); };
+  t["com.microsoft/DynamicQuantizeLSTM"] = [](NodeCtx& c) { return recurrent(c, 4, "DynamicQuantizeLSTM", true); };
 }
 
 }  // namespace spore::onnx::detail

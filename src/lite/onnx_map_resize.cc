@@ -3,6 +3,8 @@
 // indices with constant weights (one tap for nearest, two for linear, four for cubic), so an axis
 // is sum_k index_select(x, index_k) * weight_k, the indices and weights computed here from the
 // spec's coordinate transformation. tf_crop_and_resize's outside cells get extrapolation_value.
+// antialias (op set 18) widens a downsampling axis's linear or cubic kernel by 1 / scale: more
+// taps, their weights normalised, as the spec's reference computes them.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,8 +20,46 @@ struct ResizeSpec {
   std::string nearest = "round_prefer_floor";  // nearest_mode
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;
   double extrapolation = 0;
 };
+
+// The antialiased taps of output coordinate xs on an axis of `in` cells scaled by `scale`: the
+// reference's kernel (linear: a triangle, cubic: the cubic convolution) evaluated at scale times
+// each tap's distance (the scale at most 1), normalised to sum 1; taps beyond the ends read the
+// edge cells (exclude_outside drops them instead and normalises again).
+void antialias_taps(const ResizeSpec& r, double xs, int64_t in, double scale, std::vector<int64_t>& index, std::vector<double>& weight) {
+  const double s = std::min(scale, 1.0);
+  const bool linear = r.mode == "linear";
+  const int64_t start = (int64_t)std::floor((linear ? -1.0 : -2.0) / s) + 1, n = 2 - 2 * start;
+  const double base = std::floor(xs);
+  const double ratio = xs == base ? 1.0 : xs - base;  // the reference's choice for whole coordinates
+  const int64_t first = (int64_t)base - (xs == base ? 1 : 0) + start;
+  index.assign((size_t)n, 0);
+  weight.assign((size_t)n, 0.0);
+  double total = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double d = std::fabs(s * ((double)(start + j) - ratio));
+    double w;
+    if (linear) w = std::clamp(1 - d, 0.0, 1.0);
+    else {
+      const double a = r.cubic_a;
+      w = d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : d < 2 ? ((a * d - 5 * a) * d + 8 * a) * d - 4 * a : 0.0;
+    }
+    weight[(size_t)j] = w;
+    total += w;
+  }
+  for (double& w : weight) w /= total;
+  double kept = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t i = first + j;
+    if (r.exclude_outside && (i < 0 || i >= in)) weight[(size_t)j] = 0;
+    kept += weight[(size_t)j];
+    index[(size_t)j] = std::clamp<int64_t>(i, 0, in - 1);
+  }
+  if (r.exclude_outside && kept != 0)
+    for (double& w : weight) w /= kept;
+}
 
 // The source coordinate of output cell o of an axis resized from `in` to `out` cells by `scale`.
 // The spec's "length_resized" is the unrounded scale * in (align_corners, tf_crop_and_resize and
@@ -63,7 +103,11 @@ uint32_t resize_axis(NodeCtx& c, const ResizeSpec& r, uint32_t x, int axis, int6
   Mapper& m = c.m;
   const int64_t in = m.shape(x)[axis];
   if (in == 0) c.bad("Resize of an empty axis");
-  const int taps = r.mode == "nearest" ? 1 : r.mode == "linear" ? 2 : 4;
+  std::vector<int64_t> aa_index;
+  std::vector<double> aa_weight;
+  if (r.antialias) antialias_taps(r, 0.0, in, scale, aa_index, aa_weight);  // the tap count only
+  const int taps = r.antialias ? (int)aa_index.size() : r.mode == "nearest" ? 1 : r.mode == "linear" ? 2 : 4;
+  if (taps > 1024) c.unsupported("an antialiased Resize with " + std::to_string(taps) + " taps per cell (scale " + std::to_string(scale) + ")");
   std::vector<std::vector<int64_t>> index(taps, std::vector<int64_t>((size_t)out));
   std::vector<std::vector<double>> weight(taps, std::vector<double>((size_t)out));
   std::vector<uint8_t> out_of_range((size_t)out, 0);
@@ -72,7 +116,10 @@ uint32_t resize_axis(NodeCtx& c, const ResizeSpec& r, uint32_t x, int axis, int6
     const double xs = source_coordinate(r, o, in, out, scale, roi_start, roi_end);
     if (r.transform == "tf_crop_and_resize" && (xs < 0 || xs > in - 1)) out_of_range[(size_t)o] = 1, any_outside = true;
     auto clampi = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
-    if (taps == 1) {
+    if (r.antialias) {
+      antialias_taps(r, xs, in, scale, aa_index, aa_weight);
+      for (int k = 0; k < taps; ++k) index[k][(size_t)o] = aa_index[(size_t)k], weight[k][(size_t)o] = aa_weight[(size_t)k];
+    } else if (taps == 1) {
       index[0][(size_t)o] = clampi(nearest_index(r.nearest, xs));
       weight[0][(size_t)o] = 1;
     } else if (taps == 2) {
@@ -170,7 +217,8 @@ std::vector<uint32_t> resize_op(NodeCtx& c) {
   ResizeSpec r;
   r.mode = c.s("mode", "nearest");
   if (r.mode != "nearest" && r.mode != "linear" && r.mode != "cubic") c.bad("mode '" + r.mode + "'");
-  if (c.i("antialias", 0) != 0) c.unsupported("Resize with antialias = 1");
+  r.antialias = c.i("antialias", 0) != 0;
+  if (r.antialias && r.mode == "nearest") c.bad("antialias applies to the linear and cubic modes");
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
   if (c.m.opset < 11) {  // Resize-10: (X, scales), asymmetric coordinates, nearest rounds down

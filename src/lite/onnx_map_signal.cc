@@ -3,6 +3,9 @@
 // (op sets 17 and 20: forward, inverse, one-sided forward, one-sided inverse = irfft) as products
 // of the signal's real and imaginary parts with constant cosine and sine matrices in float64,
 // along the DFT axis moved last and back; the signal is zero-padded or cut to dft_length first.
+// STFT is that DFT over the signal's frames (gathered at frame_step, known when mapping) times
+// the window, along the frame axis. MelWeightMatrix is a constant of the sizes and edges known when the graph is mapped, in the
+// reference's formula (mel edges in float32, the bins floored from float64).
 #include <cmath>
 
 #include "lite/onnx_mapper.h"
@@ -100,7 +103,83 @@ std::vector<uint32_t> dft(NodeCtx& c) {
 
 }  // namespace
 
+std::vector<uint32_t> stft(NodeCtx& c) {
+  Mapper& m = c.m;
+  const uint32_t x = c.at(0);
+  const Shape xs = m.shape(x);
+  if (xs.ndim() != 3 || (xs[2] != 1 && xs[2] != 2)) c.bad("the signal must be [batch, length, 1 or 2]");
+  auto one = [&](size_t k, const char* what) {
+    const std::vector<int64_t> v = m.int_data(c, c.at(k), what);
+    if (v.size() != 1) c.bad(std::string(what) + " must hold one value");
+    return v[0];
+  };
+  const int64_t step = one(1, "frame_step");
+  const int64_t len = c.given(3) ? one(3, "frame_length") : c.given(2) ? m.shape(c.at(2)).numel() : xs[1];
+  if (step < 1 || len < 1 || len > xs[1]) c.bad("frame_step and frame_length must be positive, the frame no longer than the signal");
+  if (c.given(2) && m.shape(c.at(2)).numel() != len) c.bad("the window must have frame_length values");
+  const int64_t frames = 1 + (xs[1] - len) / step;
+  if (frames * len > kMaxDftCells) c.unsupported("an STFT over " + std::to_string(frames * len) + " framed samples (at most 2^22)");
+  std::vector<int64_t> at((size_t)(frames * len));
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t j = 0; j < len; ++j) at[(size_t)(f * len + j)] = f * step + j;
+  uint32_t framed = m.reshape(c, m.take(c, x, 1, at), {xs[0], frames, len, xs[2]});
+  if (c.given(2)) framed = m.emit(c, OpId::k_mul, {framed, m.reshape(c, m.cast_to(c, c.at(2), m.dtype(x)), {1, 1, len, 1})});
+  // The DFT of each frame: DFT's own mapping, along axis 2, one-sided as STFT's attribute says.
+  NodeProto d;
+  d.set_op_type("DFT");
+  for (auto [name, value] : {std::pair{"onesided", c.i("onesided", 1)}, std::pair{"axis", int64_t{2}}}) {
+    AttributeProto* a = d.add_attribute();
+    a->set_name(name);
+    a->set_type(AttributeProto::INT);
+    a->set_i(value);
+  }
+  NodeCtx inner{m, d, {framed, kNone, m.constant_of(std::vector<int64_t>{2}, Shape{})}, c.where};
+  return dft(inner);
+}
+
+std::vector<uint32_t> mel_weight_matrix(NodeCtx& c) {
+  Mapper& m = c.m;
+  auto one = [&](size_t k, const char* what) {
+    const std::vector<double> v = m.float_data(c, c.at(k), what);
+    if (v.size() != 1) c.bad(std::string(what) + " must hold one value");
+    return v[0];
+  };
+  const int64_t mels = (int64_t)one(0, "num_mel_bins"), dft = (int64_t)one(1, "dft_length"), rate = (int64_t)one(2, "sample_rate");
+  const float lower = (float)one(3, "lower_edge_hertz"), upper = (float)one(4, "upper_edge_hertz");
+  if (mels < 1 || dft < 1 || rate < 1 || mels > 4096 || dft > (int64_t{1} << 20))
+    c.bad("num_mel_bins, dft_length and sample_rate must be positive (at most 4,096 bins and 2^20 points)");
+  DType out = DType::kFloat32;
+  if (c.has("output_datatype") && !dtype_of((int32_t)c.i("output_datatype", 1), out))
+    c.unsupported("output_datatype " + onnx_type_name((int32_t)c.i("output_datatype", 1)));
+  const int64_t bins = dft / 2 + 1;
+  const float ln10 = (float)std::log(10.0);
+  const float low_mel = 2595.0f * std::log1p(lower / 700.0f) / ln10, high_mel = 2595.0f * std::log1p(upper / 700.0f) / ln10;
+  const float step = (high_mel - low_mel) / (float)(mels + 2);
+  std::vector<int64_t> edge((size_t)(mels + 2));
+  for (int64_t i = 0; i < mels + 2; ++i) {
+    const double mel = (double)i * (double)step + (double)low_mel;
+    const double hz = 700.0 * std::expm1(mel / 2595.0 * std::log(10.0));
+    edge[(size_t)i] = (int64_t)std::floor((double)(dft + 1) * hz / (double)rate);
+  }
+  std::vector<double> w((size_t)(bins * mels), 0.0);
+  auto set = [&](int64_t j, int64_t i, double v) {
+    if (j < 0 || j >= bins) c.bad("a mel band edge falls outside the spectrogram's bins (upper_edge_hertz above sample_rate / 2?)");
+    w[(size_t)(j * mels + i)] = v;
+  };
+  for (int64_t i = 0; i < mels; ++i) {
+    const int64_t lo = edge[(size_t)i], mid = edge[(size_t)i + 1], hi = edge[(size_t)i + 2];
+    if (mid == lo) set(mid, i, 1.0);
+    else
+      for (int64_t j = lo; j <= mid; ++j) set(j, i, (double)(j - lo) / (double)(mid - lo));
+    for (int64_t j = mid; j < hi; ++j) set(j, i, (double)(hi - j) / (double)(hi - mid));
+  }
+  const Tensor t = Tensor::from_vector(w, Shape{bins, mels});
+  return {m.constant(out == DType::kFloat64 ? t : dispatch1(OpId::k_cast, {t}, Attrs::of(out)))};
+}
+
 void add_signal_ops(HandlerTable& t) {
+  t["MelWeightMatrix"] = mel_weight_matrix;
+  t["STFT"] = stft;
   for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) t[op] = window(op);
   t["DFT"] = dft;
 }

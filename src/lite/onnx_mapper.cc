@@ -41,8 +41,19 @@ std::vector<std::string> NodeCtx::strings(const std::string& name) const {
   return {a->strings().begin(), a->strings().end()};
 }
 
+const Tensor* Mapper::hinted(uint32_t id) const {
+  if (is_constant(id)) return &g.values[id].data;
+  if (auto k = known.find(id); k != known.end()) return &k->second.first;
+  if (auto h = hints.find(id); h != hints.end()) return &h->second;
+  return nullptr;
+}
+
 const Tensor& Mapper::data(const NodeCtx& c, uint32_t id, const char* what) {
   const ir::Value& v = g.values[id];
+  if (unknowable.count(id))
+    c.unsupported(std::string("a ") + what + " computed at run time inside a subgraph (a Loop body's iteration number, "
+                  "condition or loop-carried value, or an outer value computed from large values: Lite maps such a subgraph "
+                  "once, for every run)");
   if (v.kind == ir::ValueKind::kInput) {  // known only at predict (InputValueNeeded)
     if (!v.data.defined())
       throw InputValueNeeded(v.name, c.where + ": the " + what + " comes from the graph input '" + v.name +

@@ -1,9 +1,10 @@
 // The ONNX importer's mapping state (NOTE [ONNX]), shared by the files that map ONNX ops onto
 // registry ops: onnx_import.cc (the graph walk and most ops), onnx_map_layout.cc (Pad modes,
 // negative-step Slice, DepthToSpace, Tile, Trilu, CumSum), onnx_map_resize.cc (Resize, Upsample),
-// onnx_map_conv_transpose.cc, onnx_map_recurrent.cc (LSTM, GRU, RNN), onnx_map_control.cc (If) and
+// onnx_map_conv_transpose.cc, onnx_map_recurrent.cc (LSTM, GRU, RNN), onnx_map_control.cc (If, Loop, Scan), onnx_map_if_node.cc (If at run time),
+// onnx_map_loop_node.cc (Loop at run time), onnx_map_ragged.cc (outputs whose extent the run decides) and
 // onnx_map_math.cc (rounding, Mod, OneHot, Hardmax, group and Lp normalisation) and
-// onnx_map_nd_index.cc (GatherND, ScatterND), onnx_map_topk.cc, onnx_map_attention.cc (Attention)
+// onnx_map_nd_index.cc (GatherND, ScatterND), onnx_map_topk.cc, onnx_map_attention.cc (Attention), onnx_map_flex_attention.cc (FlexAttention)
 // onnx_map_loss.cc (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), onnx_map_trig.cc (Tan,
 // Sinh, ..., Acos), onnx_map_product.cc (ReduceProd, CumProd), onnx_map_rotary.cc and
 // onnx_map_einsum.cc, onnx_map_bitwise.cc (Bitwise*, BitShift) and onnx_map_linear_attention.cc
@@ -87,9 +88,6 @@ struct Mapper : lite::GraphBuilder {
   // Loop and Scan iterations unrolled so far in this mapping, nested ones included: bounded so that
   // nested loops cannot multiply into an endless mapping (kMaxUnrolled).
   int64_t unrolled = 0;
-  // Mapping with stand-in extents for symbolic dimensions (NOTE [ONNX dynamic shapes]): a choice
-  // that could depend on an extent (an If) defers the mapping to predict.
-  bool probing = false;
   std::map<std::string, uint32_t> names;
   const std::map<std::string, Tensor>* given = nullptr;  // read_onnx_with_inputs: every input's tensor
   std::set<std::string> used;                             // the inputs whose values were read
@@ -98,6 +96,22 @@ struct Mapper : lite::GraphBuilder {
   // (`derivable`), so that reading one defers the mapping to predict (InputValueNeeded).
   std::map<uint32_t, std::pair<Tensor, std::set<std::string>>> known;
   std::set<uint32_t> derivable;
+  // A subgraph's inputs that only the run computes (a Loop body's iteration number, condition and
+  // loop-carried values; an outer value computed from large values): never known, nor derivable
+  // from predict's inputs, when the subgraph is mapped (NOTE [ONNX Loop at run time]).
+  std::set<uint32_t> unknowable;
+  // Inside a Loop body: the values the run computes whose value at the loop's entry is known (the
+  // entry state, and small values computed from it), and the checks (bool values) the body returns
+  // after its state, which must hold in every iteration: a Slice's or Range's extent is planned from
+  // the entry value and checked at run time (NOTE [ONNX Loop at run time]).
+  std::map<uint32_t, Tensor> hints;
+  std::vector<uint32_t> checks;
+  // Values whose extent along an axis only the run knows, with that axis and the length value
+  // (NOTE [Ragged outputs], onnx_map_ragged.cc).
+  std::map<uint32_t, std::pair<int, uint32_t>> ragged;
+  // The value of `id` when the mapping knows it (a constant, a known value) or its entry value
+  // (hints); nullptr otherwise.
+  const Tensor* hinted(uint32_t id) const;
 
   template <typename T>
   uint32_t constant_of(const std::vector<T>& values, const Shape& shape) {
@@ -174,6 +188,49 @@ uint32_t product_along(NodeCtx& c, uint32_t x, int axis);
 // (onnx_map_nd_index.cc; ScatterND and ScatterElements).
 uint32_t scatter_reduced(NodeCtx& c, uint32_t flat, uint32_t lin, uint32_t upd, const std::string& reduction);
 
+// x dynamically quantized to uint8 as DynamicQuantizeLinear defines it (onnx_map_quantize.cc):
+// `q` (uint8), `scale` (float32, one element) and `zero_point` (a float32 integer value).
+struct DynamicQuant {
+  uint32_t q, scale, zero_point;
+};
+DynamicQuant dynamic_quantize(NodeCtx& c, uint32_t x);
+
+// An If whose condition `cond` is computed at run time: one if_else node carrying both branches
+// as closed graphs (onnx_map_if_node.cc, NOTE [Lite control flow]).
+std::vector<uint32_t> if_at_run_time(NodeCtx& c, uint32_t cond);
+// A Loop whose condition is computed at run time: one while_loop node carrying its body as a
+// closed graph (onnx_map_loop_node.cc, NOTE [ONNX Loop at run time]), from iteration `first` with
+// the condition `cond` (kNone: the Loop has none) and the loop-carried values `values`.
+std::vector<uint32_t> loop_at_run_time(NodeCtx& c, int64_t first, uint32_t cond, const std::vector<uint32_t>& values);
+
+// Subgraphs as closed graphs (onnx_map_if_node.cc): the names `g` reads and does not define
+// (nested subgraphs included), in the order first read, added to `out` once each; and `g` mapped
+// with `leading` inputs of its own, then the outer values `outer` it reads under `names` (copied
+// in where `passed` is false), returning its outputs but those named in `skip`, rewritten by
+// `finish` (in the subgraph's mapper) when given.
+struct ClosedInput {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  Tensor hint;  // its value at the loop's entry, when known (Mapper::hints)
+};
+// A Slice of the model's graph that ends at a value computed at run time, and the ops that may read
+// its result (NOTE [Ragged outputs], onnx_map_ragged.cc): check_ragged_reader refuses the others,
+// mark_ragged_results passes the extent on, refuse_ragged_operand keeps it out of subgraphs.
+bool ragged_slice_applies(NodeCtx& c);
+std::vector<uint32_t> ragged_slice(NodeCtx& c);
+void check_ragged_reader(NodeCtx& c);
+void mark_ragged_results(NodeCtx& c, const std::vector<uint32_t>& outs);
+void refuse_ragged_operand(NodeCtx& c, uint32_t id);
+// Slice and Range whose starts, ends or limits change per Loop iteration (onnx_map_loop_node.cc).
+std::vector<uint32_t> slice_per_iteration(NodeCtx& c);
+std::vector<uint32_t> range_per_iteration(NodeCtx& c);
+using ClosedFinish = std::function<std::vector<uint32_t>(NodeCtx& c, std::vector<uint32_t> results)>;
+void free_names(const GraphProto& g, std::set<std::string> defined, std::vector<std::string>& out, std::set<std::string>& seen);
+ir::Graph map_closed(NodeCtx& c, const GraphProto& g, const std::string& which, const std::vector<ClosedInput>& leading,
+                     const std::vector<std::string>& names, const std::vector<uint32_t>& outer, const std::vector<bool>& passed,
+                     const std::set<std::string>& skip, const ClosedFinish& finish);
+
 // Maps the nodes of `graph` (the model's, or an If branch's) into m, reading and defining names
 // in m.names.
 void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label);
@@ -188,6 +245,10 @@ void add_math_ops(HandlerTable& t);
 void add_nd_index_ops(HandlerTable& t);
 void add_topk_ops(HandlerTable& t);
 void add_attention_ops(HandlerTable& t);
+void add_flex_attention_ops(HandlerTable& t);  // ai.onnx.preview's FlexAttention
+void add_roi_align_ops(HandlerTable& t);       // onnx_map_roi_align.cc
+void add_training_ops(HandlerTable& t);        // ai.onnx.preview.training's Adagrad, Adam, Momentum
+void add_ml_ops(HandlerTable& t);              // ai.onnx.ml's Binarizer, ArrayFeatureExtractor (onnx_map_ml.cc)
 void add_loss_ops(HandlerTable& t);
 void add_trig_ops(HandlerTable& t);
 void add_product_ops(HandlerTable& t);

@@ -86,6 +86,9 @@ bool EmbeddingModel::can_rerank() const {
   return impl_->encoder && impl_->encoder->has_classifier() && impl_->encoder->config().num_labels == 1;
 }
 const Tokenizer& EmbeddingModel::tokenizer() const { return *impl_->tokenizer; }
+MemoryReport EmbeddingModel::memory() const {
+  return impl_->encoder ? impl_->encoder->memory() : impl_->decoder.lm->weight_memory();
+}
 
 std::vector<int32_t> EmbeddingModel::tokenize(std::string_view text) const { return impl_->tokenizer->encode(text, true); }
 

@@ -68,7 +68,12 @@ std::unique_ptr<WeightStore> open_safetensors_weights(const std::filesystem::pat
 // The shard file names a model.safetensors.index.json's weight_map lists (sorted, unique),
 // and the map itself: kFormat naming the file and field when malformed. (Fuzzed.)
 std::map<std::string, std::string> parse_safetensors_index(const std::string& text, const std::string& source);
-std::unique_ptr<WeightStore> open_gguf_weights(std::shared_ptr<const GgufFile> gguf);
+// `ggml_numerics`: the model computes as llama.cpp does, so only the types llama.cpp's own CPU
+// backend repacks on x86 are repacked at load (NOTE [Repacked weights]).
+std::unique_ptr<WeightStore> open_gguf_weights(std::shared_ptr<const GgufFile> gguf, bool ggml_numerics = false);
+// Whether a GGUF load repacks a [rows, ...] matrix of `type` (NOTE [Repacked weights]): q4_0 under
+// either numerics, q5_0 under reference numerics too; never q8_0 for now.
+bool repacked_at_load(GgmlType type, int64_t rows, bool ggml_numerics);
 
 // ---- the decoder (models/decoder.cc) ----
 // `gguf_layout`: the weights come from a GGUF (its names; llama's permuted q/k rows).

@@ -113,11 +113,11 @@ LoadedModel load_model(const fs::path& path, const LoadOptions& options) {
     verify(m, fs::is_directory(path, ec) ? path : gguf_path.parent_path(), options);
     auto g = std::make_shared<const GgufFile>(gguf_path);
     const ModelConfig cfg = ModelConfig::from_gguf(*g);
-    auto ws = open_gguf_weights(g);
     m.format = "gguf";
     // auto: llama.cpp's arithmetic, unless the family's blocks have no ggml kernel (windows, soft-caps).
     const bool ggml = options.numerics == LoadOptions::Numerics::kGgml ||
                       (options.numerics == LoadOptions::Numerics::kAuto && models::ggml_numerics_cover(cfg));
+    auto ws = open_gguf_weights(g, ggml);
     m.numerics = ggml ? "ggml" : "reference";
     m.lm = make_decoder_lm(cfg, *ws, /*gguf_layout=*/true, ggml);
     if (g->contains("tokenizer.ggml.model")) m.tokenizer = Tokenizer::from_gguf(*g);

@@ -195,7 +195,8 @@ void define_llm_ops(OpTable& table) {
 
   OpDef& at = define(table, OpId::k_attention, 3,
                      {{"scale", AttrKind::kFloat}, {"past", AttrKind::kInt}, {"ggml", AttrKind::kBool, true},
-                      {"window", AttrKind::kInt, true}, {"softcap", AttrKind::kFloat, true}});
+                      {"window", AttrKind::kInt, true}, {"softcap", AttrKind::kFloat, true},
+                      {"rows_as_decode", AttrKind::kBool, true}});
   at.facts = not_elementwise();
   at.infer = [](const InferArgs& a, Inference& out) {
     infer_attention(a, out);

@@ -14,8 +14,8 @@ Tensor rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, co
 }
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, int64_t past, bool ggml,
-                 int64_t window, double softcap) {
-  return dispatch1(OpId::k_attention, {q, k, v}, Attrs::of(scale, past, ggml, window, softcap));
+                 int64_t window, double softcap, bool rows_as_decode) {
+  return dispatch1(OpId::k_attention, {q, k, v}, Attrs::of(scale, past, ggml, window, softcap, rows_as_decode));
 }
 
 void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position) {
@@ -23,8 +23,8 @@ void kv_cache_write(const Tensor& cache, const Tensor& new_kv, int64_t position)
   dispatch(OpId::k_kv_cache_write, in, Attrs::of(position));
 }
 
-Tensor matmul_q(const Tensor& x, const Tensor& w, GgmlType type, bool ggml) {
-  return dispatch1(OpId::k_matmul_q, {x, w}, Attrs::of((int64_t)type, ggml));
+Tensor matmul_q(const Tensor& x, const Tensor& w, GgmlType type, bool ggml, QuantLayout layout) {
+  return dispatch1(OpId::k_matmul_q, {x, w}, Attrs::of((int64_t)type, ggml, (int64_t)layout));
 }
 
 Tensor matmul_q(const Tensor& x, const Tensor& w, std::string_view type, bool ggml) {

@@ -57,6 +57,11 @@ void Optimizer::step(const std::vector<Tensor>& grads) {
   graph::on_each_run([this] { ++steps_; });
 }
 
+void Optimizer::set_steps_taken(int64_t steps) {
+  if (steps < 0) throw Error(ErrorCode::kValue, "optimizer: steps taken must be >= 0");
+  steps_ = steps;
+}
+
 SGD::SGD(std::vector<Parameter> params, LRSchedulePtr lr, double momentum, double weight_decay,
          bool nesterov, double dampening)
     : Optimizer(std::move(params), std::move(lr), weight_decay),
@@ -88,6 +93,25 @@ Adam::Adam(std::vector<Parameter> params, LRSchedulePtr lr, double beta1, double
   if (!(eps > 0)) throw Error(ErrorCode::kValue, "Adam: eps must be > 0");
   m_.resize(parameters().size());
   v_.resize(parameters().size());
+}
+
+void Adam::load_moments(const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq) {
+  if (exp_avg.size() != m_.size() || exp_avg_sq.size() != v_.size())
+    throw Error(ErrorCode::kValue, "Adam.load_moments: " + std::to_string(exp_avg.size()) + " moments for " +
+                                       std::to_string(m_.size()) + " parameters");
+  for (size_t i = 0; i < m_.size(); ++i) {
+    const Parameter& p = parameters()[i];
+    for (const Tensor* t : {&exp_avg[i], &exp_avg_sq[i]})
+      if (t->defined() && t->shape() != p.value().shape())
+        throw Error(ErrorCode::kShape, "Adam.load_moments: parameter '" + p.name() + "' has shape " +
+                                           p.value().shape().str() + ", its moment " + t->shape().str());
+  }
+  for (size_t i = 0; i < m_.size(); ++i) {
+    // The update op writes its moments in place: a copy, never the caller's tensors.
+    const DType d = state_dtype(parameters()[i].value().dtype());
+    m_[i] = exp_avg[i].defined() ? cast(exp_avg[i], d).clone() : Tensor();
+    v_[i] = exp_avg_sq[i].defined() ? cast(exp_avg_sq[i], d).clone() : Tensor();
+  }
 }
 
 void Adam::update(size_t i, const Parameter& p, const Tensor& g, double lr) {

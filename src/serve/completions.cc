@@ -37,6 +37,8 @@ struct Reply {
   std::string id, model;
   int64_t created = 0;
   const nlp::Tokenizer* tokenizer = nullptr;
+  // The model, held until the answer's last byte (NOTE [Many models]): never unloaded meanwhile.
+  std::shared_ptr<ModelRegistry::Lease> lease;
   bool logprobs = false;
   bool tools = false;  // the request offered tools: the answer is parsed for tool calls at the end
   std::shared_ptr<Job> job;
@@ -157,30 +159,34 @@ std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
 void Server::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   require_ready();
-  require_generator();
-  RequestLimits limits{model_id, options.max_messages, worker->context(), options.max_body_bytes};
+  const Lease m = lease_for(parse_json_object(req.body, options.max_body_bytes));
+  require_generator(m);
+  Worker* worker = m->worker.get();
+  RequestLimits limits{m.name(), options.max_messages, worker->context(), options.max_body_bytes};
   limits.speculative = speculative;
   limits.draft_model = draft_model != nullptr;
+  limits.lora_adapters = lora.size();
   const CompletionRequest r = parse_completion_request(req.body, chat, limits);
   nlp::GenerateOptions o = r.generate;
+  o.lora = lora.for_request(r.lora);
   std::vector<int32_t> ids;
   std::string prompt_text;
   if (chat) {
-    const std::string prompt = render_chat(r.messages, r.tools);
+    const std::string prompt = render_chat(m, r.messages, r.tools);
     // A template that does not show the tools to the model (SmolLM2's, for one) would drop them
     // without a word and the model could never call them: refuse, as vLLM refuses tools it cannot
     // honour. Rendered tools that overflow the context are refused below like any long prompt.
     // A forced call (tool_choice "required" or a named function) is constrained to the tools'
     // schemas by a grammar (NOTE [Grammars]), so it is served even then.
-    if (!r.forced_tools && r.tools.is_array() && !r.tools.empty() && render_chat(r.messages, nullptr) == prompt)
+    if (!r.forced_tools && r.tools.is_array() && !r.tools.empty() && render_chat(m, r.messages, nullptr) == prompt)
       throw ApiError(400, "This model's chat template does not show tools to the model, so it could not call them; "
                           "send the request without \"tools\" (or with \"tool_choice\": \"none\"), or serve a model "
                           "whose template renders tools (Qwen2.5, Qwen3, Llama 3.1 and later)",
                      "invalid_request_error", "tools", "tools_not_supported");
-    ids = model->tokenizer->encode(prompt, /*add_special_tokens=*/false);
-    o.eos_ids = chat_eos;
+    ids = m->model->tokenizer->encode(prompt, /*add_special_tokens=*/false);
+    o.eos_ids = m->chat_eos;
   } else {
-    ids = model->tokenizer->encode(r.prompt);
+    ids = m->model->tokenizer->encode(r.prompt);
     prompt_text = r.prompt;
   }
   const int64_t room = worker->context() - (int64_t)ids.size();
@@ -195,9 +201,10 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
   auto reply = std::make_shared<Reply>();
   reply->chat = chat;
   reply->id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
-  reply->model = model_id;
+  reply->model = m.name();
   reply->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  reply->tokenizer = &*model->tokenizer;
+  reply->tokenizer = &*m->model->tokenizer;
+  reply->lease = m.held;
   reply->logprobs = r.logprobs;
   reply->tools = chat && r.tools.is_array() && !r.tools.empty();
   reply->job = std::make_shared<Job>(std::move(ids), o);
@@ -245,7 +252,7 @@ void Server::Impl::completion(const httplib::Request& req, httplib::Response& re
     return;
   }
 
-  Worker* worker_ptr = worker.get();
+  Worker* worker_ptr = worker;
   Metrics* metrics_ptr = &metrics;
   const bool include_usage = r.include_usage;
   auto sent_head = std::make_shared<bool>(false);

@@ -1,8 +1,8 @@
 // POST /v1/embeddings (OpenAI's) and POST /v1/rerank (llama.cpp server's) (NOTE [Embeddings]).
-// An encoder model is loaded as the server's only model (the completion routes then answer 400);
-// a decoder model serves both, its embedder (last-token pooling) loaded on the first request.
-// Embedding passes run one at a time (embed_mu), on the HTTP thread, apart from the generation
-// worker: they read the weights and write only their own activations.
+// An encoder model serves these routes only (the completion routes answer 400 for it); a decoder
+// model serves both, its embedder (last-token pooling) loaded on the first request. Embedding
+// passes run one at a time per model (its embed_mu), on the HTTP thread, apart from the
+// generation worker: they read the weights and write only their own activations.
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -43,21 +43,26 @@ void truncate(std::vector<float>& v, int64_t d) {
 
 }  // namespace
 
-const nlp::EmbeddingModel& Server::Impl::embedding_model() {
-  std::lock_guard<std::mutex> lock(embed_mu);
-  if (!embedder) {
-    // A decoder's embedder: the same artifact, run for its hidden states (NOTE [Embeddings]).
+const nlp::EmbeddingModel& Server::Impl::embedding_model(const Lease& lease) {
+  ModelInstance& inst = lease.held->instance();
+  std::lock_guard<std::mutex> lock(inst.embed_mu);
+  if (!inst.embedder) {
+    // A decoder's embedder: the same artifact, run for its hidden states (NOTE [Embeddings]),
+    // counted in the model's bytes (NOTE [Many models]).
     nlp::EmbeddingLoadOptions o;
     o.allow_unverified = options.allow_unverified;
-    embedder = std::make_unique<nlp::EmbeddingModel>(nlp::load_embedding_model(model->path, o));
+    inst.embedder = std::make_unique<nlp::EmbeddingModel>(nlp::load_embedding_model(inst.model->path, o));
+    lease.held->grew(inst.embedder->memory().total());
   }
-  return *embedder;
+  return *inst.embedder;
 }
 
 void Server::Impl::embedding_routes(const std::function<HttpServer::Handler(Handler)>& guarded) {
   http.Post("/v1/embeddings", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    const nlp::EmbeddingModel& m = embedding_model();
+    const Lease lease = lease_for(parse_json_object(req.body, options.max_body_bytes));
+    const std::string& model_id = lease.name();
+    const nlp::EmbeddingModel& m = embedding_model(lease);
     if (m.pooling() == nlp::Pooling::kRank)
       throw ApiError(400, model_id + " is a cross-encoder (a reranker); it scores pairs at POST /v1/rerank and gives "
                                "no embeddings", "invalid_request_error", "model", "model_not_embedding");
@@ -77,7 +82,7 @@ void Server::Impl::embedding_routes(const std::function<HttpServer::Handler(Hand
     }
     std::vector<std::vector<float>> vectors;
     {
-      std::lock_guard<std::mutex> lock(embed_mu);
+      std::lock_guard<std::mutex> lock(lease->embed_mu);
       vectors = m.embed(ids);
     }
     json data = json::array();
@@ -97,7 +102,9 @@ void Server::Impl::embedding_routes(const std::function<HttpServer::Handler(Hand
   }));
   auto rerank = guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    const nlp::EmbeddingModel& m = embedding_model();
+    const Lease lease = lease_for(parse_json_object(req.body, options.max_body_bytes));
+    const std::string& model_id = lease.name();
+    const nlp::EmbeddingModel& m = embedding_model(lease);
     if (!m.can_rerank())
       throw ApiError(400, model_id + " is not a cross-encoder (a classifier with one label, e.g. "
                                      "BertForSequenceClassification); start spore serve with a reranker model",
@@ -107,7 +114,7 @@ void Server::Impl::embedding_routes(const std::function<HttpServer::Handler(Hand
     int64_t tokens = 0;
     std::vector<float> scores;
     try {
-      std::lock_guard<std::mutex> lock(embed_mu);
+      std::lock_guard<std::mutex> lock(lease->embed_mu);
       scores = m.rerank(r.query, r.documents, &tokens);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kValue) throw;

@@ -301,7 +301,7 @@ CompletionRequest parse_completion_request(std::string_view body_text, bool chat
     if (!m->is_string()) throw wrong_type("model", "a string", *m);
     r.model = m->get<std::string>();
     if (!limits.model_id.empty() && !r.model.empty() && r.model != limits.model_id)
-      throw ApiError(400, "The model '" + r.model + "' is not served here; GET /v1/models lists '" + limits.model_id + "'",
+      throw ApiError(404, "The model '" + r.model + "' is not served here; GET /v1/models lists '" + limits.model_id + "'",
                      "invalid_request_error", "model", "model_not_found");
   }
   if (chat) {
@@ -402,6 +402,7 @@ CompletionRequest parse_completion_request(std::string_view body_text, bool chat
   s.top_logprobs = r.top_logprobs;
   boolean(body, "ignore_eos", r.generate.ignore_eos);  // llama.cpp's extension (benchmarks, tests)
   parse_speculative(body, limits, r.generate.speculative);
+  r.lora = parse_lora_field(body, limits.lora_adapters);
   boolean(body, "stream", r.stream);
   if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
     if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);

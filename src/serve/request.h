@@ -13,6 +13,7 @@
 
 #include "serve/api_error.h"
 #include "serve/json_body.h"
+#include "serve/lora_adapters.h"
 #include "spore/nlp/generate.h"
 
 namespace spore::serve {
@@ -24,6 +25,7 @@ struct RequestLimits {
   std::size_t max_body_bytes = kDefaultMaxBodyBytes;  // larger bodies: 413
   nlp::SpeculativeOptions speculative{};  // the server's default (ServeOptions::speculative)
   bool draft_model = false;             // the server holds a draft model ("draft" is allowed)
+  int64_t lora_adapters = 0;            // adapters the server holds ("lora" ids below it)
 };
 
 inline constexpr int64_t kMaxTools = 128;  // OpenAI's limit on a request's tools
@@ -45,6 +47,8 @@ struct CompletionRequest {
   // `response_format` (json_object, json_schema) or a forced tool call; forced_tools says the
   // last, so the server serves the tools even when the chat template does not render them.
   bool forced_tools = false;
+  // "lora": [{"id", "scale"}] (NOTE [LoRA adapters]); nullopt: the server's global scales.
+  std::optional<std::vector<LoraScale>> lora;
 };
 
 // `chat` selects which body is expected. Throws ApiError.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "serve/model_listing.h"
 #include "serve/request.h"
 #include "serve/server_impl.h"
 #include "serve/web_page.h"
@@ -96,65 +97,102 @@ void Server::Impl::require_ready() const {
   throw ApiError(503, why, "server_error", "", load_error.empty() ? "loading" : "load_failed");
 }
 
-void Server::Impl::require_generator() const {
-  if (!model)
-    throw ApiError(400, model_id + " is an embedding model (" + embedder->family() + "); it serves POST /v1/embeddings" +
-                            (embedder->can_rerank() ? " and POST /v1/rerank" : "") + ", not text generation",
+void Server::Impl::require_generator(const Lease& m) const {
+  if (!m->model)
+    throw ApiError(400, m.name() + " is an embedding model (" + m->embedder->family() + "); it serves POST /v1/embeddings" +
+                            (m->embedder->can_rerank() ? " and POST /v1/rerank" : "") + ", not text generation",
                    "invalid_request_error", "model", "model_not_generative");
 }
 
-const nlp::Tokenizer& Server::Impl::tokenizer() const { return model ? *model->tokenizer : embedder->tokenizer(); }
+const nlp::Tokenizer& Server::Impl::tokenizer(const Lease& m) const {
+  return m->model ? *m->model->tokenizer : m->embedder->tokenizer();
+}
 
-std::string Server::Impl::render_chat(const json& messages, const json& tools) const {
-  if (!model->chat_template)
-    throw ApiError(400, model->path.filename().string() + " carries no chat template; use /v1/completions",
+std::string Server::Impl::render_chat(const Lease& m, const json& messages, const json& tools) const {
+  if (!m->model->chat_template)
+    throw ApiError(400, m->model->path.filename().string() + " carries no chat template; use /v1/completions",
                    "invalid_request_error", "messages", "no_chat_template");
   json kwargs = json::object();
   if (!tools.is_null()) kwargs["tools"] = tools;
-  return model->chat_template->render(dump(messages), /*add_generation_prompt=*/true, dump(kwargs));
+  return m->model->chat_template->render(dump(messages), /*add_generation_prompt=*/true, dump(kwargs));
+}
+
+Server::Impl::Lease Server::Impl::lease_for(const json& body) {
+  std::string name;
+  if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) throw bad_field("model", "expected a string, the id of a model GET /v1/models lists", "invalid_type");
+    name = it->get<std::string>();
+  }
+  if (name.empty()) {
+    // One model: requests need not name it (as before). Several: they must.
+    if (registry->catalogue().size() == 1) return {registry->acquire(registry->catalogue()[0].name)};
+    throw bad_field("model", "missing; this server serves " + std::to_string(registry->catalogue().size()) +
+                                 " models, so a request names one (GET /v1/models lists them)",
+                    "missing_field");
+  }
+  return {registry->acquire(name)};
+}
+
+// NOTE [Many models]: the registry's loader. A decoder gets its own worker (queue, engine and
+// thread), so a long prefill on one model never holds up another's steps.
+std::unique_ptr<ModelInstance> Server::Impl::load_instance(const ModelSource& source) {
+  const std::filesystem::path& path = source.path;
+  auto inst = std::make_unique<ModelInstance>();
+  if (nlp::is_encoder_model(path)) {  // NOTE [Embeddings]: no engine, no worker
+    if (!options.lora.empty())
+      throw Error(ErrorCode::kUnsupported, "--lora: " + path.string() + " is an embedding (encoder) model; LoRA "
+                                           "adapters apply to the decoder models that generate");
+    nlp::EmbeddingLoadOptions eo;
+    eo.allow_unverified = options.allow_unverified;
+    inst->embedder = std::make_unique<nlp::EmbeddingModel>(nlp::load_embedding_model(path, eo));
+    const nlp::EmbeddingModel& e = *inst->embedder;
+    inst->bytes = e.memory().total();
+    std::fprintf(stderr, "spore serve: embedding model %s (%s, %s pooling, %lld dimensions, %.1f MB) loaded\n",
+                 source.name.c_str(), e.family().c_str(), nlp::pooling_name(e.pooling()).c_str(),
+                 (long long)e.dimensions(), (double)inst->bytes / 1e6);
+    return inst;
+  }
+  nlp::LoadOptions lo;
+  lo.allow_unverified = options.allow_unverified;
+  lo.require_tokenizer = true;
+  auto m = std::make_unique<nlp::LoadedModel>(nlp::load_model(path, lo));
+  // End of an answer: the artifact's EOS ids and the chat template's eos_token.
+  std::vector<int32_t> eos = m->lm->config().eos_ids;
+  if (eos.empty() && m->tokenizer->eos_id()) eos.push_back(*m->tokenizer->eos_id());
+  if (m->chat_template) {
+    const auto& special = m->chat_template->special_tokens();
+    if (auto it = special.find("eos_token"); it != special.end())
+      if (auto tid = m->tokenizer->token_to_id(it->second); tid && std::find(eos.begin(), eos.end(), *tid) == eos.end())
+        eos.push_back(*tid);
+  }
+  nlp::EngineOptions eo;
+  eo.slots = options.slots;
+  eo.context = options.context;
+  // One --ctx for every model: a model made for less gets its own maximum (NOTE [Many models]).
+  if (const int64_t most = m->lm->config().max_position_embeddings; most > 0 && eo.context > most) eo.context = most;
+  eo.prefix_cache = options.prefix_cache;
+  if (options.prefill_chunk > 0) eo.prefill_chunk = options.prefill_chunk;
+  eo.draft = draft_model;
+  lora.load(options.lora, !options.lora_init_without_apply, *m);  // NOTE [LoRA adapters]: one model only
+  auto w = std::make_unique<Worker>(*m, eo, options.queue, metrics);
+  const nlp::MemoryReport mem = w->memory();
+  inst->bytes = mem.total();
+  std::fprintf(stderr,
+               "spore serve: model %s loaded in %.2f s; %lld slots x %lld tokens of context, KV cache %.1f MB, "
+               "weights %.1f MB (mapped %s, resident %s), %.1f MB in all\n",
+               source.name.c_str(), m->load_seconds, (long long)eo.slots, (long long)w->context(),
+               (double)w->gauges().kv_bytes / 1e6, (double)(mem.weights_mapped + mem.weights_resident) / 1e6,
+               nlp::format_bytes(mem.weights_mapped).c_str(), nlp::format_bytes(mem.weights_resident).c_str(),
+               (double)inst->bytes / 1e6);
+  inst->model = std::move(m);
+  inst->worker = std::move(w);
+  inst->chat_eos = std::move(eos);
+  return inst;
 }
 
 void Server::Impl::load() {
   try {
     set_num_threads(options.threads);
-    nlp::LoadOptions lo;
-    lo.allow_unverified = options.allow_unverified;
-    lo.require_tokenizer = true;
-    const std::filesystem::path path = options.model.empty() ? nlp::default_model_path() : std::filesystem::path(options.model);
-    if (nlp::is_encoder_model(path)) {  // NOTE [Embeddings]: no engine, no worker
-      nlp::EmbeddingLoadOptions eo;
-      eo.allow_unverified = options.allow_unverified;
-      auto e = std::make_unique<nlp::EmbeddingModel>(nlp::load_embedding_model(path, eo));
-      std::fprintf(stderr, "spore serve: embedding model %s (%s, %s pooling, %lld dimensions) loaded\n",
-                   path.filename().string().c_str(), e->family().c_str(), nlp::pooling_name(e->pooling()).c_str(),
-                   (long long)e->dimensions());
-      embedder = std::move(e);
-      model_id = std::filesystem::is_directory(path) ? path.filename().string() : path.stem().string();
-      ready = true;
-      return;
-    }
-    auto m = std::make_unique<nlp::LoadedModel>(nlp::load_model(path, lo));
-    std::string id = path.filename().string();
-    if (std::filesystem::is_directory(path)) {
-      for (const auto& e : std::filesystem::directory_iterator(path))
-        if (e.path().extension() == ".gguf") id = e.path().stem().string();
-    } else {
-      id = path.stem().string();
-    }
-    // End of an answer: the artifact's EOS ids and the chat template's eos_token.
-    std::vector<int32_t> eos = m->lm->config().eos_ids;
-    if (eos.empty() && m->tokenizer->eos_id()) eos.push_back(*m->tokenizer->eos_id());
-    if (m->chat_template) {
-      const auto& special = m->chat_template->special_tokens();
-      if (auto it = special.find("eos_token"); it != special.end())
-        if (auto tid = m->tokenizer->token_to_id(it->second); tid && std::find(eos.begin(), eos.end(), *tid) == eos.end())
-          eos.push_back(*tid);
-    }
-    nlp::EngineOptions eo;
-    eo.slots = options.slots;
-    eo.context = options.context;
-    eo.prefix_cache = options.prefix_cache;
-    if (options.prefill_chunk > 0) eo.prefill_chunk = options.prefill_chunk;
     // NOTE [Speculative decoding]: the server's default for requests that do not choose.
     nlp::SpeculativeOptions spec;
     spec.type = nlp::parse_speculative_type(options.speculative);
@@ -163,23 +201,13 @@ void Server::Impl::load() {
     if (!options.draft_model.empty()) {
       nlp::LoadOptions dlo;
       dlo.allow_unverified = options.allow_unverified;
-      eo.draft = std::make_shared<const nlp::LoadedModel>(nlp::load_model(options.draft_model, dlo));
+      draft_model = std::make_shared<const nlp::LoadedModel>(nlp::load_model(options.draft_model, dlo));
     } else if (spec.type == nlp::SpeculativeOptions::Type::kDraft) {
       throw Error(ErrorCode::kValue, "spore serve: --spec-type draft needs --spec-draft-model PATH");
     }
-    auto w = std::make_unique<Worker>(*m, eo, options.queue, metrics);
-    const nlp::MemoryReport mem = m->lm->weight_memory();
-    std::fprintf(stderr,
-                 "spore serve: model %s loaded in %.2f s; %lld slots x %lld tokens of context, KV cache %.1f MB, "
-                 "weights %.1f MB\n",
-                 id.c_str(), m->load_seconds, (long long)eo.slots, (long long)w->context(),
-                 (double)w->gauges().kv_bytes / 1e6, (double)(mem.weights_mapped + mem.weights_resident) / 1e6);
-    model = std::move(m);
-    worker = std::move(w);
-    model_id = id;
-    chat_eos = eos;
     speculative = spec;
-    draft_model = eo.draft;
+    // One model is loaded now (a server for it is no use without it); several load on first use.
+    if (load_at_start) registry->acquire(registry->catalogue()[0].name);
     ready = true;
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(load_mu);
@@ -227,20 +255,7 @@ void Server::Impl::routes() {
   }));
   http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
     require_ready();
-    json m = {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "spore"}};
-    if (!model) {
-      m["meta"] = {{"n_ctx", embedder->context()}, {"n_vocab", embedder->tokenizer().vocab_size()},
-                   {"family", embedder->family()},  {"format", embedder->format()},
-                   {"n_embd", embedder->dimensions()}, {"pooling", nlp::pooling_name(embedder->pooling())}};
-      send_json(res, {{"object", "list"}, {"data", json::array({m})}});
-      return;
-    }
-    m["meta"] = {{"n_ctx", worker->context()},
-                 {"n_vocab", model->lm->config().vocab_size},
-                 {"family", model->lm->config().family},
-                 {"format", model->format},
-                 {"slots", options.slots}};
-    send_json(res, {{"object", "list"}, {"data", json::array({m})}});
+    send_json(res, model_list(*registry, created, options.slots));  // NOTE [Many models]
   }));
   http.Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
     completion(req, res, true);
@@ -248,9 +263,20 @@ void Server::Impl::routes() {
   http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
     completion(req, res, false);
   }));
+  // llama-server's adapter routes (NOTE [LoRA adapters]).
+  http.Get("/lora-adapters", guarded([this](const httplib::Request&, httplib::Response& res) {
+    require_ready();
+    send_json(res, lora.list());
+  }));
+  http.Post("/lora-adapters", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    require_ready();
+    lora.set_scales(req.body);
+    send_json(res, {{"success", true}});
+  }));
   http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
     const json body = parse_json_object(req.body, options.max_body_bytes);
+    const Lease m = lease_for(body);
     auto c = body.find("content");
     if (c == body.end() || !c->is_string()) throw bad_field("content", "missing or not a string", "invalid_type");
     bool add_special = false, with_pieces = false;
@@ -262,12 +288,12 @@ void Server::Impl::routes() {
       if (!a->is_boolean()) throw bad_field("with_pieces", "expected a boolean", "invalid_type");
       with_pieces = *a;
     }
-    const std::vector<int32_t> ids = tokenizer().encode(c->get<std::string>(), add_special);
+    const std::vector<int32_t> ids = tokenizer(m).encode(c->get<std::string>(), add_special);
     json tokens = json::array();
     for (int32_t id : ids) {
       if (with_pieces) {
         const int32_t one[1] = {id};
-        tokens.push_back({{"id", id}, {"piece", tokenizer().decode(one)}});
+        tokens.push_back({{"id", id}, {"piece", tokenizer(m).decode(one)}});
       } else {
         tokens.push_back(id);
       }
@@ -277,31 +303,33 @@ void Server::Impl::routes() {
   http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
     const json body = parse_json_object(req.body, options.max_body_bytes);
+    const Lease m = lease_for(body);
     auto t = body.find("tokens");
     if (t == body.end() || !t->is_array()) throw bad_field("tokens", "missing or not a list of token ids", "invalid_type");
     std::vector<int32_t> ids;
-    const int32_t vocab = tokenizer().vocab_size();
+    const int32_t vocab = tokenizer(m).vocab_size();
     for (const json& x : *t) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab)
         throw bad_field("tokens", x.dump() + " is not a token id; ids are integers in [0, " + std::to_string(vocab) + ")");
       ids.push_back((int32_t)x.get<int64_t>());
     }
-    send_json(res, {{"content", tokenizer().decode(ids)}});
+    send_json(res, {{"content", tokenizer(m).decode(ids)}});
   }));
   http.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
     require_ready();
-    require_generator();
-    RequestLimits lim{model_id, options.max_messages, worker->context(), options.max_body_bytes};
     json body = parse_json_object(req.body, options.max_body_bytes);
+    const Lease m = lease_for(body);
+    require_generator(m);
+    RequestLimits lim{m.name(), options.max_messages, m->worker->context(), options.max_body_bytes};
     body.erase("model");
     body.erase("stream");
     body.erase("stream_options");
     const CompletionRequest r = parse_completion_request(dump(body), /*chat=*/true, lim);
-    send_json(res, {{"prompt", render_chat(r.messages, r.tools)}});
+    send_json(res, {{"prompt", render_chat(m, r.messages, r.tools)}});
   }));
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    Gauges g;
-    if (ready && worker) g = worker->gauges();
+    Gauges g = loaded_gauges(*registry);  // summed over the loaded models
+    g.ready = ready;
     res.set_content(metrics.render(g), "text/plain; version=0.0.4");
   });
   embedding_routes([](Handler fn) { return guarded(std::move(fn)); });  // NOTE [Embeddings]
@@ -317,10 +345,28 @@ Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>()) {
   if (impl_->options.context < 0) throw Error(ErrorCode::kValue, "spore serve: --ctx must be 0 or more");
   impl_->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   Impl& m = *impl_;
+  // NOTE [Many models]: the catalogue is fixed here (kValue / kIO for a bad --models folder or
+  // two models of one name); one model is loaded before serving, several on first use.
+  std::vector<std::string> paths;
+  if (!m.options.model.empty()) paths.push_back(m.options.model);
+  paths.insert(paths.end(), m.options.more_models.begin(), m.options.more_models.end());
+  if (paths.empty() && m.options.model_dirs.empty()) paths.push_back(nlp::default_model_path().string());
+  m.load_at_start = paths.size() == 1 && m.options.model_dirs.empty();
+  // An adapter belongs to the base it was trained on; with several models it would be unclear
+  // which one that is, so --lora serves a single --model (NOTE [LoRA adapters]).
+  if (!m.options.lora.empty() && !m.load_at_start)
+    throw Error(ErrorCode::kValue, "spore serve: --lora applies to one model; serve its base alone with --model PATH "
+                                   "(several models: no adapters)");
+  ModelRegistry::Options ro;
+  ro.max_memory = m.options.max_memory;
+  m.registry = std::make_unique<ModelRegistry>(model_catalog(paths, m.options.model_dirs), ro,
+                                               [&m](const ModelSource& s) { return m.load_instance(s); });
   // Workers: every slot and queued request may hold one (a stream), plus some for the small
-  // routes. Slow or idle clients hold none (NOTE [HTTP transport]).
+  // routes; with several models, as many per model for up to 8 models at once. Slow or idle
+  // clients hold none (NOTE [HTTP transport]).
+  const size_t busy_models = std::min<size_t>(m.registry->catalogue().size(), 8);
   HttpOptions ho;
-  ho.threads = (size_t)(m.options.slots + m.options.queue + 8);
+  ho.threads = (size_t)(m.options.slots + m.options.queue) * busy_models + 8;
   ho.limits.max_body_bytes = m.options.max_body_bytes;
   ho.max_connections = m.options.max_connections;
   m.http.set_options(ho);
@@ -352,7 +398,7 @@ void Server::run() {
   });
   m.http.listen_after_bind();
   loader.join();
-  m.worker.reset();
+  m.registry->unload_all();  // the workers stop here
   std::lock_guard<std::mutex> lock(m.load_mu);
   if (!m.load_error.empty()) throw Error(ErrorCode::kIO, "spore serve: the model failed to load: " + m.load_error);
 }

@@ -39,6 +39,7 @@ Worker::Worker(const nlp::LoadedModel& model, const nlp::EngineOptions& options,
       context_(engine_.context()),
       slots_(engine_.slots()),
       kv_bytes_(engine_.memory().kv_cache),
+      memory_(engine_.memory()),
       prefix_cache_(options.prefix_cache) {
   thread_ = std::thread([this] { loop(); });
 }

@@ -55,6 +55,8 @@ class Worker {
   void cancel(const std::shared_ptr<Job>& job);
   Gauges gauges() const;
   int64_t context() const { return context_; }
+  // The engine's memory report (weights, KV cache, scratch), taken when the worker was made.
+  const nlp::MemoryReport& memory() const { return memory_; }
 
  private:
   void loop();
@@ -65,6 +67,7 @@ class Worker {
   const int64_t capacity_;  // slots + queue
   const int64_t context_, slots_;
   const uint64_t kv_bytes_;
+  const nlp::MemoryReport memory_;
   const bool prefix_cache_;
 
   mutable std::mutex mu_;

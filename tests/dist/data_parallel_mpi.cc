@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -28,6 +30,43 @@ TEST(DataParallel, ParametersStartAsRankZeros) {
   DistributedDataParallel ddp(net, g);
   nn::CellPtr rank0 = make_mlp(10);
   EXPECT_EQ(param_values(*net), param_values(*rank0));
+}
+
+// A parameter the loss never reads: its gradient is reported (zeros) after the backward walk, so
+// its bucket (the first to fill, buckets running from the last parameter back) completes instead of
+// waiting for a gradient that never comes, and the used parameters get the combined batch's mean.
+TEST(DataParallel, UnusedParameterGetsZerosAndNoBucketWaits) {
+  ProcessGroup& g = world();
+  const int64_t B = 4;
+  auto used = std::make_shared<nn::Dense>(16, 10, true, nullptr, 31);
+  auto unused = std::make_shared<nn::Dense>(10, 10, true, nullptr, 32);
+  auto net = std::make_shared<nn::SequentialCell>(std::vector<nn::CellPtr>{used, unused});
+  TensorFn loss = [&](const std::vector<Tensor>& in) { return nn::cross_entropy((*used)(in[0]), in[1]); };
+  const Batch all = mlp_batch(0, B * g.size());
+  // The reference: one process on the combined batch.
+  auto single = spore::value_and_grad(loss, GradPosition::none(), net->trainable_params());
+  std::vector<Tensor> want = single({all.x, all.y}).weight_grads;
+  DdpOptions o;
+  o.bucket_bytes = 64;  // a bucket per parameter or so
+  DistributedDataParallel ddp(net, g, o);
+  ASSERT_GT(ddp.buckets().num_buckets(), 2u);
+  const Batch mine = shard(all, g.rank(), B);
+  std::vector<Tensor> got = ddp.value_and_grad(loss)({mine.x, mine.y}).weight_grads;
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(got.size(), 4u);  // used.weight, used.bias, unused.weight, unused.bias
+  for (size_t k = 0; k < got.size(); ++k) {
+    std::vector<double> a = cast(got[k], DType::kFloat64).to_vector<double>();
+    std::vector<double> b = cast(want[k], DType::kFloat64).to_vector<double>();
+    ASSERT_EQ(a.size(), b.size());
+    double worst = 0, largest = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, std::abs(a[i] - b[i]));
+      largest = std::max(largest, std::abs(b[i]));
+    }
+    EXPECT_LE(worst, 1e-6) << "parameter " << k;
+    if (k < 2) EXPECT_GT(largest, 1e-3) << "a used parameter must have a gradient to compare";
+    if (k >= 2) EXPECT_EQ(largest, 0.0) << "the unused parameter's reference gradient is zero";
+  }
 }
 
 // N steps on R ranks with per-rank batch B == N steps of one process with batch R * B, within

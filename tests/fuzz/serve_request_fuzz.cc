@@ -7,8 +7,9 @@
 // at most 4 stops, at most 128 tools) and its messages and tools nest no deeper than
 // kMaxJsonDepth (NOTE [Hostile JSON]), so nothing the server does with them recurses deeper.
 // Run with tests/fuzz/serve_request.dict (scripts/fuzz.sh), whose brackets let it explore depth.
-#include <cstddef>
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -43,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool chat = data[0] & 1;
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const serve::RequestLimits limits{"smol", 8, 256};
+  serve::RequestLimits limits{"smol", 8, 256};
+  limits.lora_adapters = 2;  // "lora": [{"id", "scale"}] ids 0 and 1 (NOTE [LoRA adapters])
   try {
     const serve::CompletionRequest r = serve::parse_completion_request(body, chat, limits);
     const auto& s = r.generate.sampling;
@@ -60,9 +62,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (chat) fuzz::require(!r.messages.empty() && (int64_t)r.messages.size() <= limits.max_messages, "messages in range");
     else fuzz::require(!r.prompt.empty(), "a prompt");
     (void)r.messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);  // valid UTF-8 throughout
+    if (r.lora) {
+      fuzz::require(r.lora->size() <= 2 && (r.lora->size() < 2 || (*r.lora)[0].id != (*r.lora)[1].id), "distinct ids");
+      for (const serve::LoraScale& l : *r.lora)
+        fuzz::require(l.id >= 0 && l.id < 2 && std::isfinite(l.scale), "adapter ids in range, finite scales");
+    }
   } catch (const serve::ApiError& e) {
-    fuzz::require(e.status == 400 || (e.status == 413 && body.size() > limits.max_body_bytes),
-                  "a parse error is a 400 (413 only past the size bound)");
+    // A model name other than the one served is OpenAI's 404 model_not_found (NOTE [Many models]).
+    fuzz::require(e.status == 400 || (e.status == 413 && body.size() > limits.max_body_bytes) ||
+                      (e.status == 404 && e.code == "model_not_found"),
+                  "a parse error is a 400 (413 only past the size bound, 404 for another model)");
     fuzz::require(*e.what() != '\0', "an error says what is wrong");
     (void)e.to_json().dump();
   }

@@ -27,18 +27,12 @@ namespace {
 
 using cpu::SimdLevel;
 
-double max_abs(const Tensor& a, const Tensor& b) {
-  const auto x = a.to(DType::kFloat64).contiguous().to_vector<double>(), y = b.to(DType::kFloat64).contiguous().to_vector<double>();
-  EXPECT_EQ(x.size(), y.size());
-  double m = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::isnan(x[i] - y[i]) ? INFINITY : std::abs(x[i] - y[i]));
-  return m;
-}
+double max_abs(const Tensor& a, const Tensor& b) { return max_abs_difference(a, b); }
 
-double max_magnitude(const Tensor& a) {
-  double m = 0;
-  for (double v : a.to(DType::kFloat64).contiguous().to_vector<double>()) m = std::max(m, std::abs(v));
-  return m;
+int count_ops(const graph::Graph& g, OpId op) {
+  int c = 0;
+  for (const Node& n : g.nodes()) c += n.op() == op;
+  return c;
 }
 
 // Runs `check` at each SIMD level up to the best this CPU has, restoring the level after.
@@ -90,10 +84,24 @@ TEST(LiteExecutor, MobileNetBlocksFusedUnfusedAndEagerAgree) {
   export_model(*net, {x}, dir / "blocks.spore");
   export_onnx(*net, {x}, dir / "blocks.onnx");
   unsetenv("SPORE_LITE_FUSION");  // the default: the rewriting runs
-  {  // what the rewriting did: every convolution fused, with its BatchNorm and ReLU6
-    lite::Executor ex(ir::read_model(dir / "blocks.spore").graph, Device::cpu(), "blocks");
-    EXPECT_EQ(ex.optimize_stats().fused_convs, 8) << ex.optimize_stats().str();
-    for (const ir::Node& n : ex.graph().nodes) EXPECT_NE(n.def->id, OpId::k_conv2d);
+  for (const char* file : {"blocks.spore", "blocks.onnx"}) {
+    // What the graph library's passes did to the planned graph: every convolution fused, with
+    // its BatchNorm and ReLU6 (no BatchNorm arithmetic or clamp left), and with
+    // SPORE_LITE_FUSION=0 the graph as written.
+    SCOPED_TRACE(file);
+    const ir::Graph g = std::string(file).ends_with(".onnx") ? onnx::read_onnx(dir / file).graph : ir::read_model(dir / file).graph;
+    lite::Executor ex(g, Device::cpu(), "blocks");
+    ex.plan({x.shape()});
+    ASSERT_NE(ex.planned_graph(), nullptr);
+    EXPECT_EQ(count_ops(*ex.planned_graph(), OpId::k_fused_conv2d), 8);
+    for (OpId op : {OpId::k_conv2d, OpId::k_mul, OpId::k_sub, OpId::k_relu6, OpId::k_minimum, OpId::k_maximum})
+      EXPECT_EQ(count_ops(*ex.planned_graph(), op), 0) << op_def(op).name;
+    setenv("SPORE_LITE_FUSION", "0", 1);
+    lite::Executor plain(g, Device::cpu(), "blocks");
+    plain.plan({x.shape()});
+    unsetenv("SPORE_LITE_FUSION");
+    EXPECT_EQ(count_ops(*plain.planned_graph(), OpId::k_fused_conv2d), 0);
+    EXPECT_EQ(count_ops(*plain.planned_graph(), OpId::k_conv2d), 8);
   }
   at_every_level([&] {
     const Tensor want = (*net)(x);
@@ -178,7 +186,9 @@ TEST(LiteExecutor, BertLayerFusedUnfusedAndEagerAgree) {
   unsetenv("SPORE_LITE_FUSION");
   {  // ONNX has no Gelu before op set 20: the exporter writes the erf formula, Lite makes it gelu again
     lite::Executor ex(onnx::read_onnx(dir / "bert.onnx").graph, Device::cpu(), "bert");
-    EXPECT_EQ(ex.optimize_stats().gelus, 1) << ex.optimize_stats().str();
+    ex.plan({x.shape()});
+    EXPECT_EQ(count_ops(*ex.planned_graph(), OpId::k_gelu), 1);
+    EXPECT_EQ(count_ops(*ex.planned_graph(), OpId::k_erf), 0);
   }
   at_every_level([&] {
     const Tensor want = bert_layer({x})[0];
@@ -189,6 +199,45 @@ TEST(LiteExecutor, BertLayerFusedUnfusedAndEagerAgree) {
       EXPECT_LE(max_abs(fused.predict({x})[0], want), 1e-5);
     }
   });
+}
+
+// A graph with a symbolic batch is planned per signature through the graph library's passes, and
+// the plans of earlier signatures are kept: alternating batch sizes plan each once.
+TEST(LiteExecutor, EachSignatureIsPlannedOnceAndKept) {
+  ir::Graph g;
+  const Tensor w = random_uniform({3, 2, 3, 3}, 31, -1, 1), b = random_uniform({1, 3, 1, 1}, 32, -1, 1);
+  auto value = [&](ir::ValueKind kind, std::vector<ir::Dim> dims, Tensor data = {}) {
+    g.values.push_back({"", kind, DType::kFloat32, std::move(dims), std::move(data)});
+    return (uint32_t)g.values.size() - 1;
+  };
+  const std::vector<ir::Dim> act{{-1, "N"}, {3, ""}, {5, ""}, {5, ""}};
+  const uint32_t x = value(ir::ValueKind::kInput, {{-1, "N"}, {2, ""}, {5, ""}, {5, ""}});
+  const uint32_t wv = value(ir::ValueKind::kConstant, {{3, ""}, {2, ""}, {3, ""}, {3, ""}}, w);
+  const uint32_t bv = value(ir::ValueKind::kConstant, {{1, ""}, {3, ""}, {1, ""}, {1, ""}}, b);
+  const uint32_t c = value(ir::ValueKind::kNode, act), a = value(ir::ValueKind::kNode, act), y = value(ir::ValueKind::kNode, act);
+  const Attrs conv_attrs = Attrs::of(std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, int64_t{1});
+  g.nodes.push_back({&op_def(OpId::k_conv2d), conv_attrs, {x, wv}, {c}, {}});
+  g.nodes.push_back({&op_def(OpId::k_add), {}, {c, bv}, {a}, {}});
+  g.nodes.push_back({&op_def(OpId::k_relu), {}, {a}, {y}, {}});
+  g.inputs = {x};
+  g.outputs = {y};
+  unsetenv("SPORE_LITE_FUSION");
+  lite::Executor ex(g, Device::cpu(), "symbolic");
+  std::vector<const graph::Graph*> planned;
+  for (int64_t n : {1, 2, 1, 2}) {
+    const Tensor in = random_uniform({n, 2, 5, 5}, 33 + (uint64_t)n, -1, 1);
+    if (!ex.planned_for({in.shape()})) ex.plan({in.shape()});
+    planned.push_back(ex.planned_graph());
+    EXPECT_EQ(count_ops(*ex.planned_graph(), OpId::k_fused_conv2d), 1);
+    Conv2dOptions o;
+    o.padding = {1, 1};
+    const Tensor want = relu(add(conv2d(in, w, o), b));
+    EXPECT_LE(max_abs(ex.run({in})[0], want), kFusedRelTol * max_magnitude(want)) << "batch " << n;
+  }
+  EXPECT_EQ(ex.plans_made(), 2);
+  EXPECT_NE(planned[0], planned[1]);
+  EXPECT_EQ(planned[2], planned[0]) << "batch 1's plan was kept";
+  EXPECT_EQ(planned[3], planned[1]) << "batch 2's plan was kept";
 }
 
 TEST(LiteExecutor, Float16BlocksStayWithin1e2) {

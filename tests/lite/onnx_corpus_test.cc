@@ -64,10 +64,14 @@ TEST(OnnxCorpus, ShippedModelsMatchOnnxRuntime) {
     for (size_t k = 0; k < names.size(); ++k)
       inputs[names[k]] = data::load_npy((d / ("input_" + std::to_string(k) + ".npy")).string());
     const std::vector<Tensor> outs = model.predict(inputs);
+    // Float models agree to 1e-4 of each output's scale; a model that quantizes its activations
+    // at run time (ddddocr_int8's DynamicQuantizeLSTM) may round one activation to the next
+    // 8-bit step where a float sum differs in its last bit, so its model.json allows more.
+    const double tolerance = meta.value("tolerance", 1e-4);
     for (size_t k = 0; k < outs.size(); ++k) {
       const fs::path want = d / ("output_" + std::to_string(k) + ".npy");
       ASSERT_TRUE(fs::exists(want)) << want;
-      EXPECT_LT(scaled_error(outs[k], data::load_npy(want.string())), 1e-4) << "output " << k;
+      EXPECT_LT(scaled_error(outs[k], data::load_npy(want.string())), tolerance) << "output " << k;
     }
     ++ran;
   }

@@ -32,9 +32,12 @@ std::string unmapped_ops(const fs::path& model_path) {
   ::onnx::ModelProto m;
   if (!m.ParseFromIstream(&f)) return "";
   std::string out;
-  for (const auto& n : m.graph().node())
-    if (!spore::onnx::onnx_op_mapped(n.op_type()) && out.find(n.op_type()) == std::string::npos)
+  for (const auto& n : m.graph().node()) {
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    const std::string key = default_domain ? n.op_type() : n.domain() + "/" + n.op_type();
+    if (!spore::onnx::onnx_op_mapped(key) && out.find(n.op_type()) == std::string::npos)
       out += (out.empty() ? "" : ",") + n.op_type();
+  }
   return out;
 }
 

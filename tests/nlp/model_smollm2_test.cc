@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "model_test_util.h"
+#include "repack_test_util.h"
 
 namespace spore::test::llm {
 namespace {
@@ -23,7 +24,9 @@ TEST(SmolLM2, GreedyContinuationIsSensible) {
   EXPECT_TRUE(m.chat_template.has_value());
   const auto mem = m.lm->weight_memory();
   EXPECT_GT(mem.weights_mapped, 50u << 20);  // Q4_1 weights used in place
-  EXPECT_LT(mem.weights_resident, 1u << 20);
+  // all of it: under ggml numerics (a GGUF's default) only q4_0 is repacked at load, as llama.cpp
+  // does on x86, and this file has none (Q4_1, a Q8_0 embedding table; NOTE [Repacked weights])
+  EXPECT_LT(mem.weights_resident - repacked_bytes(smollm2() / "SmolLM2-135M-Instruct.Q4_1.gguf", true), 1u << 20);
   const auto ids = m.tokenizer->encode("The capital of France is", false);
   const auto out = greedy(*m.lm, ids, 4, DType::kFloat16);
   const std::string text = m.tokenizer->decode(out);

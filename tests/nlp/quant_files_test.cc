@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "model_test_util.h"
+#include "repack_test_util.h"
 #include "spore/format.h"
 #include "spore/gguf.h"
 #include "spore/llm.h"
@@ -164,6 +165,46 @@ TEST_P(QuantFileTest, GreedyTokensMatchFloat64Reference) {
   while (n < want.size() && margins[n] > 0.05) ++n;
   ASSERT_GE(n, 1u);
   EXPECT_EQ(greedy(*m.lm, prompt, (int)n, DType::kFloat32), std::vector<int32_t>(want.begin(), want.begin() + (long)n));
+}
+
+// NOTE [Repacked weights]: the q4_0 / q5_0 / q8_0 matrices (here also a tied-style Q5_0
+// embedding table, read back row by row) are repacked at load unless set_repack_at_load(false):
+// the repacked copy moves its bytes from mapped to resident, and the logits stay those of the
+// file's own layout to float32 accumulation.
+TEST_P(QuantFileTest, RepackedAtLoadLikeTheMapping) {
+  nlp::LoadOptions o;  // reference numerics repack q5_0 too (ggml's: q4_0 only; nlp::repacked_at_load)
+  o.numerics = nlp::LoadOptions::Numerics::kReference;
+  set_repack_at_load(false);
+  const auto mapped = nlp::load_model(file(), o);
+  set_repack_at_load(true);
+  const auto packed = nlp::load_model(file(), o);
+  // A GGUF's default (ggml) numerics repack q4_0 and iq4_nl alone: llama.cpp multiplies q5_0 / q8_0
+  // row-major.
+  const GgufFile gguf(file());  // named: tensors() refers into the file object
+  for (const auto& t : gguf.tensors()) {
+    if (t.type == GgmlType::kQ5_0 || t.type == GgmlType::kQ8_0) {
+      EXPECT_FALSE(nlp::repacked_at_load(t.type, 8, true));
+    }
+  }
+  EXPECT_EQ(nlp::load_model(file()).lm->weight_memory().weights_resident, repacked_bytes(file(), true));
+  const nlp::MemoryReport a = mapped.lm->weight_memory(), b = packed.lm->weight_memory();
+  EXPECT_EQ(a.weights_mapped + a.weights_resident, b.weights_mapped + b.weights_resident);
+  EXPECT_EQ(a.weights_resident, 0u);
+  EXPECT_EQ(b.weights_resident, repacked_bytes(file()));
+  const std::vector<int32_t> prompt = ref().at("prompt").get<std::vector<int32_t>>();
+  auto logits = [&](const nlp::LoadedModel& m) {
+    auto cache = m.lm->make_cache(1, (int64_t)prompt.size(), DType::kFloat32);
+    nlp::SequenceChunk c{0, 0, prompt, /*all_logits=*/true};
+    return m.lm->forward({&c, 1}, *cache).to_vector<float>();
+  };
+  const std::vector<float> la = logits(mapped), lb = logits(packed);
+  ASSERT_EQ(la.size(), lb.size());
+  double scale = 0, diff = 0;
+  for (size_t i = 0; i < la.size(); ++i) {
+    scale = std::max(scale, (double)std::fabs(la[i]));
+    diff = std::max(diff, (double)std::fabs(la[i] - lb[i]));
+  }
+  EXPECT_LT(diff, 1e-4 * scale);
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaQuantize, QuantFileTest, ::testing::ValuesIn(ftypes()),

@@ -5,6 +5,8 @@
 // ignored the attribute fails; rms_norm's float64 sum only moves the last bits (checked as such).
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "spore/half.h"
@@ -36,17 +38,25 @@ Q8Block q8_block(const double* x) {
   return b;
 }
 
-void check_blocks(GgmlType t, int64_t m, int64_t n, int64_t k) {
-  SCOPED_TRACE(std::string(quant_traits(t).key) + " m " + std::to_string(m));
+// n rows of k random weights in [-1, 1] quantized to `t` by its own quantize_row: the file's bytes.
+std::vector<uint8_t> random_quantized_rows(GgmlType t, int64_t n, int64_t k, uint64_t seed) {
   const size_t rb = quant_row_bytes(t, k);
-  const auto wv = random_values(n * k, DType::kFloat32, -1, 1, 71);
+  const auto wv = random_values(n * k, DType::kFloat32, -1, 1, seed);
   const std::vector<float> wf(wv.begin(), wv.end());
   std::vector<uint8_t> wb(rb * (size_t)n);
   for (int64_t r = 0; r < n; ++r)
     quantize_row(t, std::span<const float>(wf.data() + r * k, (size_t)k), std::span<uint8_t>(wb.data() + r * rb, rb));
+  return wb;
+}
+
+void check_blocks(GgmlType t, int64_t m, int64_t n, int64_t k, QuantLayout layout = QuantLayout::kRows) {
+  SCOPED_TRACE(std::string(quant_traits(t).key) + " m " + std::to_string(m) + " layout " + std::to_string((int)layout));
+  const size_t rb = quant_row_bytes(t, k);
+  const std::vector<uint8_t> wb = random_quantized_rows(t, n, k, 71);
   const auto xv = random_values(m * k, DType::kFloat32, -2, 2, 72);
-  const Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)rb}, DType::kUInt8, Device::cpu());
-  const std::vector<double> got = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, quant_traits(t).key, true)
+  Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)rb}, DType::kUInt8, Device::cpu());
+  if (layout == QuantLayout::kRows8) w = repack_quant_rows(w, t);
+  const std::vector<double> got = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, t, true, layout)
                                       .to_vector<double>();
   std::vector<float> row((size_t)k);
   for (int64_t i = 0; i < n; ++i) {
@@ -75,7 +85,105 @@ TEST(GgmlNumerics, MatmulQQuantisesActivationsAsGgml) {
   at_every_level([] {
     for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1})
       for (int64_t m : {1, 5}) check_blocks(t, m, 19, 128);
+    // the 8-row groups repacked at load (NOTE [Repacked weights]) round the activations alike
+    for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0})
+      for (int64_t m : {1, 5}) check_blocks(t, m, 24, 128, QuantLayout::kRows8);
   });
+}
+
+// llama.cpp's q8_K activations (quantize_row_q8_K_ref) for the k-quants: per 256 values,
+// iscale = -127 / (the signed value of largest magnitude), q = min(127, round(iscale * x)),
+// d = 1 / iscale, all in float32; the product is then sum(w * d * q) over the block.
+void check_q8_k(GgmlType t, int64_t m, int64_t n, int64_t k) {
+  SCOPED_TRACE(std::string(quant_traits(t).key) + " m " + std::to_string(m));
+  const size_t rb = quant_row_bytes(t, k);
+  const std::vector<uint8_t> wb = random_quantized_rows(t, n, k, 73);
+  auto xv = random_values(m * k, DType::kFloat32, -2, 2, 74);
+  xv[3] = 2.5;  // a positive extreme in the first block, so both signs of the scale are met
+  const Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)rb}, DType::kUInt8, Device::cpu());
+  const std::vector<double> got = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, quant_traits(t).key, true)
+                                      .to_vector<double>();
+  std::vector<float> row((size_t)k);
+  for (int64_t i = 0; i < n; ++i) {
+    dequantize_row(t, std::span<const uint8_t>(wb.data() + i * rb, rb), row);
+    for (int64_t r = 0; r < m; ++r) {
+      double want = 0, mag = 0;
+      for (int64_t b = 0; b < k / 256; ++b) {
+        const double* x = xv.data() + r * k + b * 256;
+        float amax = 0, max = 0;
+        for (int j = 0; j < 256; ++j)
+          if (std::fabs((float)x[j]) > amax) amax = std::fabs((float)x[j]), max = (float)x[j];
+        const float iscale = -127.f / max, d = 1 / iscale;
+        for (int j = 0; j < 256; ++j) {
+          const int q = std::min(127, (int)std::nearbyint(iscale * (float)x[j]));
+          const double term = (double)row[b * 256 + j] * d * q;
+          want += term;
+          mag += std::fabs(term);
+        }
+      }
+      ASSERT_NEAR(got[r * n + i], want, 2e-6 * mag + 1e-7) << "row " << r << " col " << i;
+    }
+  }
+}
+
+TEST(GgmlNumerics, MatmulQQuantisesKQuantActivationsAsQ8K) {
+  at_every_level([] {
+    for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ6_K})
+      for (int64_t m : {1, 5}) check_q8_k(t, m, 19, 512);
+  });
+}
+
+// llama.cpp's own results (tools/make_ggml_dot_fixtures.py: ggml_mul_mat on the CPU backend, the
+// weights in its repacking buffer where it takes them, as llama.cpp loads a model). Spore models
+// the order of llama.cpp's one-row product (NOTE [k-quants in ggml's order]), which decode takes:
+// 1 row, and the 2-3 rows a speculative check or a few sequences pad to a 4-row tile, must equal
+// it bit for bit at every SIMD level. Prefill batches agree to the last bits only: llama.cpp's
+// own batched paths (q4_K's repacked GEMM from 4 rows, the others' from 8) round differently from its
+// one-row product, while Spore gives a row the same bits in any batch. The types both repack at
+// load (q4_0, iq4_nl) agree at every batch size.
+TEST(GgmlNumerics, MatrixProductsEqualLlamaCppsBitForBit) {
+  for (const char* type : {"q6_k", "q5_k", "q4_k", "q3_k", "q2_k", "iq4_xs", "q4_0", "iq4_nl"}) {
+    SCOPED_TRACE(type);
+    const auto path = std::filesystem::path(SPORE_SOURCE_DIR) / "tests/fixtures/quant" / (std::string("ggml_dot_") + type + ".bin");
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in) << path;
+    char magic[4];
+    int32_t h[5];
+    in.read(magic, 4).read((char*)h, sizeof h);
+    ASSERT_TRUE(in && std::memcmp(magic, "SPGD", 4) == 0 && h[0] == 2) << path << ": not a ggml_dot fixture of format 2";
+    const GgmlType t = (GgmlType)h[1];
+    ASSERT_EQ(std::string(quant_traits(t).key), type);
+    const int64_t n = h[2], k = h[3], m = h[4];
+    const size_t rb = quant_row_bytes(t, k);
+    std::vector<uint8_t> wb(rb * (size_t)n);
+    std::vector<float> x((size_t)(m * k));
+    in.read((char*)wb.data(), (std::streamsize)wb.size()).read((char*)x.data(), (std::streamsize)(x.size() * 4));
+    std::vector<std::vector<float>> want((size_t)m);
+    for (int64_t rows = 1; rows <= m; ++rows) {
+      want[(size_t)rows - 1].resize((size_t)(rows * n));
+      in.read((char*)want[(size_t)rows - 1].data(), (std::streamsize)(rows * n * 4));
+    }
+    ASSERT_TRUE(in) << path << " is truncated";
+    Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)rb}, DType::kUInt8, Device::cpu());
+    // in the layout a model load gives them (q4_0 and iq4_nl in 8-row groups, as llama.cpp's loader
+    // repacks them on x86)
+    const bool packed = t == GgmlType::kQ4_0 || t == GgmlType::kIQ4_NL;
+    if (packed) w = repack_quant_rows(w, t);
+    at_every_level([&] {
+      for (int64_t rows = 1; rows <= m; ++rows) {
+        const Tensor xt = Tensor::from_vector(std::vector<float>(x.begin(), x.begin() + rows * k), Shape{rows, k});
+        const std::vector<float> got =
+            matmul_q(xt, w, t, true, packed ? QuantLayout::kRows8 : QuantLayout::kRows).to_vector<float>();
+        const std::vector<float>& e = want[(size_t)rows - 1];
+        float scale = 0;  // the products' size: a result near 0 is a cancellation of terms this large
+        for (float v : e) scale = std::max(scale, std::fabs(v));
+        for (int64_t i = 0; i < rows * n; ++i) {
+          if (rows < 4 || packed) ASSERT_EQ(got[(size_t)i], e[(size_t)i]) << rows << " rows, activation row " << i / n << ", weight row " << i % n;
+          else ASSERT_NEAR(got[(size_t)i], e[(size_t)i], 1e-6 * scale) << rows << " rows, activation row " << i / n << ", weight row " << i % n;
+        }
+      }
+    });
+  }
 }
 
 TEST(GgmlNumerics, MatmulQRoundsActivationsToHalfForHalfWeights) {

@@ -96,6 +96,27 @@ TEST(QuantBlocks, HandAssembledKQuantBlocks) {
   }
 }
 
+// The kernels read a q4_k / q5_k block's eight scales and mins at once; the one-at-a-time reading
+// the dequantiser uses is the reference, over every bit of the 12 bytes.
+TEST(QuantBlocks, EightScalesAtOnceEqualTheOneAtATimeReading) {
+  uint64_t state = 0x243F6A8885A308D3ull;
+  for (int trial = 0; trial < 2000; ++trial) {
+    uint8_t s[12];
+    for (uint8_t& b : s) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      b = (uint8_t)(state >> 56);
+    }
+    uint8_t scales[8], mins[8];
+    kquant_scales_mins8(s, scales, mins);
+    for (int j = 0; j < 8; ++j) {
+      int scale, min;
+      kquant_scale_min(s, j, scale, min);
+      ASSERT_EQ(scales[j], scale) << "trial " << trial << " j " << j;
+      ASSERT_EQ(mins[j], min) << "trial " << trial << " j " << j;
+    }
+  }
+}
+
 TEST(QuantBlocks, HandAssembledQ6K) {
   std::vector<uint8_t> b(210);
   for (int i = 0; i < 128; ++i) b[i] = (uint8_t)(i * 37);  // ql

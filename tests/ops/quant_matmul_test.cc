@@ -89,15 +89,17 @@ std::vector<double> q8_rounded(const std::vector<double>& x) {
   return out;
 }
 
-void check_type(GgmlType t, int64_t m, int64_t n, int64_t k) {
+// layout kRows8: the same weights repacked into 8-row groups (NOTE [Repacked weights]).
+void check_type(GgmlType t, int64_t m, int64_t n, int64_t k, QuantLayout layout = QuantLayout::kRows) {
   SCOPED_TRACE(std::string(quant_traits(t).key) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
-               std::to_string(k));
+               std::to_string(k) + " layout " + std::to_string((int)layout));
   const std::vector<uint8_t> wb = make_weights(t, n, k, 51 + (uint32_t)m);
   const std::vector<double> wd = dequantised(t, wb, n, k);
   const std::vector<double> xv = random_values(m * k, DType::kFloat32, -2, 2, 52);
   const std::vector<double> xq = q8_rounded(xv);
-  const Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)quant_row_bytes(t, k)}, DType::kUInt8, Device::cpu());
-  const Tensor y = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, t);
+  Tensor w = Tensor::from_bytes(wb.data(), Shape{n, (int64_t)quant_row_bytes(t, k)}, DType::kUInt8, Device::cpu());
+  if (layout == QuantLayout::kRows8) w = repack_quant_rows(w, t);
+  const Tensor y = matmul_q(make_tensor(xv, Shape{m, k}, DType::kFloat32), w, t, false, layout);
   ASSERT_EQ(y.shape(), (Shape{m, n}));
   const std::vector<double> got = y.to_vector<double>();
   for (int64_t r = 0; r < m; ++r)
@@ -139,6 +141,51 @@ TEST(MatmulQ, EveryBlockTypeMatchesDequantisedFloat64) {
     // (blocks of 64), q2_0 (64) and q1_0 (128)
     EXPECT_EQ(types, 25);
   });
+}
+
+// The row-tiled kernels on repacked q4_0 / q5_0 / q8_0 (prefill tiles of 4 rows and the single-row
+// tail, decode m = 1) against the same float64 references; the layout is an exact permutation;
+// a row's result does not depend on the rows computed beside it; misuse is a typed error.
+TEST(MatmulQ, RepackedEightRowGroups) {
+  at_every_level([] {
+    for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kIQ4_NL, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
+      for (int64_t m : {1, 4, 9}) check_type(t, m, 24, 96, QuantLayout::kRows8);
+      const int64_t n = 16, k = 64, rb = (int64_t)quant_row_bytes(t, k);
+      const std::vector<uint8_t> wb = make_weights(t, n, k, 81);
+      const Tensor w = Tensor::from_bytes(wb.data(), Shape{n, rb}, DType::kUInt8, Device::cpu());
+      const Tensor p = repack_quant_rows(w, t);
+      EXPECT_EQ(p.shape(), (Shape{n / 8, 8 * rb}));
+      const std::vector<uint8_t> back = unpack_quant_rows(p, t).to_vector<uint8_t>();
+      EXPECT_EQ(back, wb);
+      std::vector<uint8_t> row((size_t)rb);  // one row back, as a tied embedding table reads it
+      unpack_quant_row(t, p.data<uint8_t>(), rb, 13, row.data());
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), wb.begin() + 13 * rb));
+      EXPECT_NE(p.to_vector<uint8_t>(), wb);  // a real permutation
+      // batch independence, in both numerics: row 5 of a 7-row product equals its 1-row product
+      const auto xv = random_values(7 * k, DType::kFloat32, -2, 2, 82);
+      const Tensor x = make_tensor(xv, Shape{7, k}, DType::kFloat32);
+      for (bool ggml : {false, true}) {
+        const std::vector<float> all = matmul_q(x, p, t, ggml, QuantLayout::kRows8).to_vector<float>();
+        const std::vector<float> one = matmul_q(slice(x, 0, 5, 6).contiguous(), p, t, ggml, QuantLayout::kRows8).to_vector<float>();
+        for (int64_t i = 0; i < n; ++i) EXPECT_EQ(all[(size_t)(5 * n + i)], one[(size_t)i]) << "col " << i;
+      }
+    }
+  });
+  const Tensor x = zeros({2, 64});  // a q4_0 row of 64 values: 36 bytes, a group of 8 rows 288
+  EXPECT_EQ(matmul_q(x, zeros({2, 288}, DType::kUInt8), GgmlType::kQ4_0, false, QuantLayout::kRows8).shape(),
+            (Shape{2, 16}));  // two groups: 16 output columns
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({1, 320}, DType::kUInt8), GgmlType::kQ4_1, false, QuantLayout::kRows8); }),
+            ErrorCode::kValue);  // a type the layout does not take
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({2, 36}, DType::kUInt8), GgmlType::kQ4_0, false, QuantLayout::kRows8); }),
+            ErrorCode::kShape);  // GGUF rows passed as groups
+  EXPECT_EQ(error_code_of([&] { matmul_q(zeros({2, 64}, DType::kFloat64), zeros({1, 288}, DType::kUInt8), GgmlType::kQ4_0,
+                                         false, QuantLayout::kRows8); }),
+            ErrorCode::kDType);
+  EXPECT_EQ(error_code_of([&] { matmul_q(x, zeros({1, 288}, DType::kUInt8), GgmlType::kQ4_0, false, (QuantLayout)7); }),
+            ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { repack_quant_rows(zeros({12, 36}, DType::kUInt8), GgmlType::kQ4_0); }), ErrorCode::kValue);
+  EXPECT_EQ(error_code_of([&] { repack_quant_rows(zeros({8, 35}, DType::kUInt8), GgmlType::kQ4_0); }), ErrorCode::kShape);
+  EXPECT_EQ(error_code_of([&] { unpack_quant_rows(zeros({1, 287}, DType::kUInt8), GgmlType::kQ4_0); }), ErrorCode::kShape);
 }
 
 TEST(MatmulQ, HalfAndBFloat16Weights) {

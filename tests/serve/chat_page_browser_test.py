@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The chat page at / in headless Chromium (Debian's chromium + chromium-driver, driven by
 Debian's python3-selenium), against a server started with --api-key: the page loads without the
-key, says it needs one, and lists the models once it is entered; it sends a message and shows the
+key, says it needs one, and lists both served models (the model and a tiny fixture beside it) once
+the key is entered; it sends a message and shows the
 answer as it streams, with time to first token and tokens/s; the streamed text is the server's own
 greedy answer for the chosen model; Stop aborts a long generation and the server frees the slot
 (read back from /metrics); a request the server refuses shows the server's error message; the
@@ -48,7 +49,9 @@ def main():
     # The server on a free port; it prints the address it listens on. Without the prefix cache,
     # so the page's greedy answer and the JSON one below run the very same chunks (with it, the
     # second would reuse the first's rows and run other matrix shapes; a near tie could flip).
-    server = subprocess.Popen([spore, "serve", "--model", model, "--port", "0", "--slots", "2", "--ctx", "1024",
+    # A second, tiny model beside it: the picker must list every served model (NOTE [Many models]).
+    tiny = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "serve", "tiny-llama.gguf")
+    server = subprocess.Popen([spore, "serve", "--model", model, "--model", tiny, "--port", "0", "--slots", "2", "--ctx", "1024",
                                "--threads", "2", "--no-prefix-cache", "--api-key", KEY], stderr=subprocess.PIPE, text=True)
     base = None
     try:
@@ -114,7 +117,7 @@ def run_browser(base, out_dir, webdriver, Service, By, WebDriverWait, chromium, 
         wait.until(lambda d: models(d) == "loaded")
         listed = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#model option")]
         served = [m["id"] for m in json.loads(api(base, "/v1/models"))["data"]]
-        assert listed == served and listed, (listed, served)
+        assert listed == served and len(listed) == 2 and "tiny-llama" in listed, (listed, served)
         print("models listed:", listed)
 
         # 1. A message, answered greedily: the page's streamed text is the server's JSON answer

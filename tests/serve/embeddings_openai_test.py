@@ -24,18 +24,11 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-try:
-    import openai
-except ImportError:
-    for py in (os.environ.get("SPORE_PEERS_PYTHON", ""), os.path.join(HERE, "..", "..", ".venv-peers", "bin", "python")):
-        if py and os.path.exists(py) and os.path.abspath(py) != os.path.abspath(sys.executable):
-            os.execv(py, [py] + sys.argv)
-    print("skipped: the openai package is not installed (scripts/install-py-peers.sh serve)")
-    sys.exit(77)
+sys.path.insert(0, HERE)
+import peers_python  # noqa: E402
 
-# The openai-client check's helpers (one place for them): check() and its failures, free_port,
-# wait_healthy.
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+peers_python.require("openai")
+import openai  # noqa: E402
 import openai_client_check as occ  # noqa: E402
 
 failures, free_port = occ.failures, occ.free_port

@@ -585,3 +585,39 @@ TEST(ServeNoModel, ExitsWithTheReason) {
   EXPECT_NE(out.find("/nonexistent/model.gguf"), std::string::npos) << out;
 }
 }  // namespace
+
+namespace {
+// The start-up line of a server on a q4_0 GGUF (llama-quantize's, tests/fixtures/serve), with and
+// without --no-repack: the line's resident figure is the repacked copy (NOTE [Repacked weights]),
+// 0 with the flag.
+std::string startup_line(const std::string& model, const std::string& extra) {
+  const std::string bin = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+  // The shell prints its pid and becomes the server, so the test can stop it once the line is read.
+  const std::string cmd = "sh -c 'echo $$; exec " + bin + " serve --port 0 --slots 1 --ctx 64 --threads 1 --model " + model +
+                          " " + extra + "' 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return "";
+  char buf[1024];
+  std::string line;
+  const long pid = fgets(buf, sizeof buf, f) ? std::atol(buf) : 0;
+  while (fgets(buf, sizeof buf, f)) {
+    line = buf;
+    if (line.find("loaded in") != std::string::npos || line.find("failed") != std::string::npos) break;
+  }
+  if (pid > 0) kill((pid_t)pid, SIGTERM);
+  while (fgets(buf, sizeof buf, f)) {
+  }
+  pclose(f);
+  return line;
+}
+
+TEST(ServeRepack, NoRepackKeepsEveryWeightMapped) {
+  const std::string model = std::string(SPORE_SOURCE_DIR) + "/tests/fixtures/serve/tiny-llama-q4_0.gguf";
+  const std::string packed = startup_line(model, ""), mapped = startup_line(model, "--no-repack");
+  ASSERT_NE(packed.find("loaded in"), std::string::npos) << packed;
+  ASSERT_NE(mapped.find("loaded in"), std::string::npos) << mapped;
+  EXPECT_NE(mapped.find("resident 0 B)"), std::string::npos) << mapped;
+  EXPECT_EQ(packed.find("resident 0 B)"), std::string::npos) << packed;
+  EXPECT_NE(packed.find("resident "), std::string::npos) << packed;
+}
+}  // namespace

@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "spore/context.h"
 #include "spore/error.h"
+#include "spore/llm.h"
 #include "spore/nlp/model.h"
 
 namespace spore::cli {
@@ -34,7 +35,7 @@ struct BenchArgs {
   int threads = 0;
   int64_t prompt_tokens = 512, gen_tokens = 128;
   int repetitions = 3;
-  bool json = false, allow_unverified = false;
+  bool json = false, allow_unverified = false, no_repack = false;
 };
 
 struct Stats {
@@ -84,6 +85,7 @@ int run_bench(const BenchArgs& a) {
   set_num_threads(a.threads);
   nlp::LoadOptions lo;
   lo.allow_unverified = a.allow_unverified;
+  set_repack_at_load(!a.no_repack);
   const std::filesystem::path path = a.model.empty() ? nlp::default_model_path() : std::filesystem::path(a.model);
   const nlp::LoadedModel m = nlp::load_model(path, lo);
   nlp::CausalLM& lm = *m.lm;
@@ -157,6 +159,7 @@ void add_bench_llm_command(CLI::App& app, Handlers& h) {
   cmd->add_option("--repetitions", a->repetitions, "Measured repetitions of each test")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON array of rows instead of the table");
   cmd->add_flag("--allow-unverified", a->allow_unverified, "Load even when the artifact does not match its lock");
+  cmd->add_flag("--no-repack", a->no_repack, kNoRepackHelp);
   cmd->callback([&h, a] {
     h.action = [a] {
       if (a->prompt_tokens == 0 && a->gen_tokens == 0)

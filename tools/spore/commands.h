@@ -16,6 +16,11 @@ struct Handlers {
   int run() const { return action ? action() : 2; }
 };
 
+// `--no-repack` on every command that loads a GGUF (one wording; the rule is nlp::repacked_at_load).
+inline constexpr const char* kNoRepackHelp =
+    "Keep every weight in the file mapping: no 8-row groups repacked at load (q4_0 under the ggml numerics, q4_0 and "
+    "q5_0 under the reference ones; NOTE [Repacked weights]): less memory, slower prefill";
+
 void add_env_command(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_probe_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
 void add_sample_commands(CLI::App& app, Handlers& h, const std::vector<std::string>& command);
@@ -30,6 +35,8 @@ void add_tokenize_commands(CLI::App& app, Handlers& h, const std::vector<std::st
 void add_generate_commands(CLI::App& app, Handlers& h);
 void add_logits_command(CLI::App& app, Handlers& h);
 void add_perplexity_command(CLI::App& app, Handlers& h);  // NOTE [Perplexity]
+void add_finetune_command(CLI::App& app, Handlers& h);    // NOTE [LoRA training]
+void add_merge_command(CLI::App& app, Handlers& h);       // NOTE [LoRA merge]
 void add_bench_llm_command(CLI::App& app, Handlers& h);
 void add_embed_command(CLI::App& app, Handlers& h);  // NOTE [Embeddings]
 void add_serve_command(CLI::App& app, Handlers& h);

@@ -6,6 +6,7 @@
 //                  [--spec-type ngram|draft] [--spec-draft-n-max K] [--spec-draft-model PATH]
 //                  (speculative decoding, also for chat: NOTE [Speculative decoding]; llama.cpp's
 //                  flag names, with --speculative, --draft-max and --draft PATH as aliases)
+//                  [--lora PATH[:SCALE]]...  (LoRA adapters, GGUF or PEFT, also for chat: NOTE [LoRA adapters])
 //       streams the continuation to stdout; a figures line (prompt tokens, prefill and decode
 //       tokens/s, first-token ms, memory) goes to stderr. --print-ids prints instead one JSON
 //       line {"prompt_ids", "ids", "text", "finish"} (tools/compare_llama_cpp.py reads it).
@@ -28,7 +29,9 @@
 #include "id_list.h"
 #include "spore/context.h"
 #include "spore/error.h"
+#include "spore/llm.h"
 #include "spore/nlp/generate.h"
+#include "spore/nlp/lora.h"
 
 namespace spore::cli {
 
@@ -47,8 +50,10 @@ struct ModelArgs {
   int threads = 0;
   std::string kv_cache = "f16";
   std::string numerics = "auto";
+  bool no_repack = false;  // NOTE [Repacked weights]
   uint64_t seed = 0;
   std::string grammar_file, json_schema_file;  // constrained decoding (NOTE [Grammars])
+  std::vector<std::string> lora;                // PATH[:SCALE] each (NOTE [LoRA adapters])
   // NOTE [Speculative decoding]
   std::string spec_type = "none", draft_model;
   int64_t draft_max = nlp::SpeculativeOptions{}.draft_max, ngram_n = nlp::SpeculativeOptions{}.ngram_max;
@@ -83,6 +88,9 @@ struct ModelArgs {
                     "A smaller model of the same vocabulary that drafts (implies --spec-type draft)");
     cmd->add_option("--spec-ngram-size-n", ngram_n, "ngram: the longest suffix looked up in the text so far (1 to 16)")
         ->capture_default_str();
+    cmd->add_option("--lora", lora,
+                    "A LoRA adapter to apply, PATH or PATH:SCALE (a llama.cpp GGUF adapter or a PEFT directory); "
+                    "repeat for several");
     cmd->add_option("--threads", threads, "Threads for the kernels (0: one per core)")->check(CLI::NonNegativeNumber);
     cmd->add_option("--kv-cache", kv_cache, "KV cache dtype: f16, bf16 or f32")
         ->check(CLI::IsMember({"f16", "bf16", "f32"}))
@@ -92,6 +100,7 @@ struct ModelArgs {
                     "ggml (rounding as llama.cpp, whose greedy tokens it then matches)")
         ->check(CLI::IsMember({"auto", "reference", "ggml"}))
         ->capture_default_str();
+    cmd->add_flag("--no-repack", no_repack, kNoRepackHelp);
     cmd->add_option("--context", context, "Tokens of context to allocate (default: what the run needs, or 4096 for chat)")
         ->check(CLI::NonNegativeNumber);
     max_memory_opt = cmd->add_option("--max-memory", max_memory,
@@ -105,6 +114,7 @@ struct ModelArgs {
     lo.allow_unverified = allow_unverified;
     lo.require_tokenizer = true;
     lo.numerics = nlp::parse_numerics(numerics);
+    set_repack_at_load(!no_repack);
     const std::filesystem::path path = model.empty() ? nlp::default_model_path() : std::filesystem::path(model);
     nlp::LoadedModel m = nlp::load_model(path, lo);
     if (m.verification_overridden)
@@ -144,12 +154,26 @@ struct ModelArgs {
     return o;
   }
 
+  // The adapters of --lora, loaded for `m`; one line each to stderr.
+  std::vector<nlp::LoraUse> adapters(const nlp::LoadedModel& m) const {
+    std::vector<nlp::LoraUse> uses;
+    for (const std::string& arg : lora) {
+      const auto [path, scale] = nlp::parse_lora_argument(arg);
+      uses.push_back({nlp::load_lora(path, m), scale});
+      const nlp::LoraAdapter& a = *uses.back().adapter;
+      std::fprintf(stderr, "spore: LoRA %s (%s, %lld projections, rank up to %lld) at scale %g\n", path.string().c_str(),
+                   a.format.c_str(), (long long)a.pairs, (long long)a.max_rank, scale);
+    }
+    return uses;
+  }
+
   // The draft model of --spec-draft-model (null without it), loaded as the model is.
   std::shared_ptr<const nlp::LoadedModel> draft() const {
     if (draft_model.empty()) return nullptr;
     nlp::LoadOptions lo;
     lo.allow_unverified = allow_unverified;
     lo.numerics = nlp::parse_numerics(numerics);
+    set_repack_at_load(!no_repack);
     return std::make_shared<const nlp::LoadedModel>(nlp::load_model(draft_model, lo));
   }
 
@@ -192,9 +216,10 @@ void print_figures(const nlp::Timings& t, const nlp::MemoryReport& m, const std:
                    nlp::SpeculativeOptions::Type spec) {
   std::fprintf(stderr,
                "spore: prompt %lld tokens, prefill %.1f tokens/s, first token %.1f ms; decode %lld tokens, %.1f "
-               "tokens/s%s; memory: weights %s (mapped %s, resident %s), KV cache %s, scratch %s; finish: %s\n",
+               "tokens/s%s%s; memory: weights %s (mapped %s, resident %s), KV cache %s, scratch %s; finish: %s\n",
                (long long)t.prompt_tokens, t.prompt_tokens_per_second(), t.first_token_ms, (long long)t.generated_tokens,
                t.tokens_per_second(), speculation_figures(t, spec).c_str(),
+               t.grammar_ms > 0 ? (", grammar " + std::to_string((int64_t)(t.grammar_ms * 1000)) + " us").c_str() : "",
                nlp::format_bytes(m.weights_mapped + m.weights_resident).c_str(),
                nlp::format_bytes(m.weights_mapped).c_str(), nlp::format_bytes(m.weights_resident).c_str(),
                nlp::format_bytes(m.kv_cache).c_str(), nlp::format_bytes(m.scratch).c_str(), finish.c_str());
@@ -231,6 +256,7 @@ int run_generate(const ModelArgs& a, const std::string& prompt, const std::strin
     throw Error(ErrorCode::kValue, "spore generate: give --prompt TEXT (or --prompt-ids 1,2,3), one of them");
   const nlp::LoadedModel m = a.load();
   nlp::GenerateOptions o = a.generate_options(m.generation);
+  o.lora = a.adapters(m);
   o.stop = stops;
   o.ignore_eos = ignore_eos;
   std::vector<int32_t> ids;
@@ -266,6 +292,7 @@ int run_chat(const ModelArgs& a, const std::string& system) {
   const nlp::LoadedModel m = a.load();
   chat_template_of(m);
   nlp::GenerateOptions o = a.generate_options(m.generation);
+  o.lora = a.adapters(m);
   nlp::Engine engine(m, a.engine_options(a.draft()));  // context 0: the engine's min(model maximum, 4096)
   o.eos_ids = chat_eos(m);
   const bool tty = isatty(STDIN_FILENO);

@@ -1,7 +1,8 @@
-// spore logits --model PATH --ids 1,2,3: one forward pass, every position's float32 logits as a
-// JSON array of arrays ([[l0_0, l0_1, ...], [l1_0, ...], ...]), floats printed round-trippably
-// (%.9g). Tests and tools (tools/make_llm_fixtures.py checks, comparisons) rely on exactly this
-// form; the memory figures go to stderr with --verbose so stdout stays the JSON.
+// spore logits --model PATH --ids 1,2,3 [--lora PATH[:SCALE]]...: one forward pass, every
+// position's float32 logits as a JSON array of arrays ([[l0_0, l0_1, ...], [l1_0, ...], ...]),
+// floats printed round-trippably (%.9g). Tests and tools (tools/make_llm_fixtures.py checks,
+// comparisons) rely on exactly this form; the memory figures go to stderr with --verbose so
+// stdout stays the JSON.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "commands.h"
 #include "id_list.h"
 #include "spore/error.h"
+#include "spore/nlp/lora.h"
 #include "spore/nlp/model.h"
 
 namespace spore::cli {
@@ -34,6 +36,7 @@ void add_logits_command(CLI::App& app, Handlers& h) {
   auto unverified = std::make_shared<bool>(false);
   auto kv_cache = std::make_shared<std::string>("f32");
   auto numerics = std::make_shared<std::string>("auto");
+  auto lora = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--model", *model, "Model directory (config.json + safetensors) or .gguf file; default: the embedded SmolLM2");
   cmd->add_option("--ids", *ids, "Token ids, comma-separated")->required();
   cmd->add_flag("--verbose", *verbose, "Print load time and memory (mapped / resident weights, KV cache) to stderr");
@@ -44,7 +47,8 @@ void add_logits_command(CLI::App& app, Handlers& h) {
                   "auto (ggml for GGUF, reference for HF directories), reference (float32 as transformers) or ggml "
                   "(rounding as llama.cpp)")
       ->check(CLI::IsMember({"auto", "reference", "ggml"}));
-  cmd->callback([&h, model, ids, verbose, unverified, kv_cache, numerics] {
+  cmd->add_option("--lora", *lora, "A LoRA adapter, PATH or PATH:SCALE (GGUF or PEFT; NOTE [LoRA adapters]); repeatable");
+  cmd->callback([&h, model, ids, verbose, unverified, kv_cache, numerics, lora] {
     h.action = [=] {
       const std::vector<int32_t> tokens = parse_id_list(*ids, "--ids");
       nlp::LoadOptions lo;
@@ -71,6 +75,12 @@ void add_logits_command(CLI::App& app, Handlers& h) {
       c.position = 0;
       c.tokens = tokens;
       c.all_logits = true;
+      std::vector<nlp::LoraUse> adapters;
+      for (const std::string& arg : *lora) {
+        const auto [path, scale] = nlp::parse_lora_argument(arg);
+        adapters.push_back({nlp::load_lora(path, m), scale});
+      }
+      c.lora = adapters;
       const Tensor logits = m.lm->forward({&c, 1}, *cache);
       const std::vector<float> v = logits.to_vector<float>();
       const int64_t vocab = logits.size(1);

@@ -9,6 +9,8 @@
 //   spore template PATH --messages FILE.json   a chat template rendered as transformers does
 //   spore tokenize | detokenize        tokenizers (tokenizer.json, model directory, GGUF)
 //   spore generate | chat              text generation from a language model (default: SmolLM2)
+//   spore finetune --model M --data D  a LoRA adapter trained on JSONL data
+//   spore merge --model M --lora A --out O   LoRA adapters baked into a new GGUF or Hugging Face model
 //   spore serve | gate                 the OpenAI-compatible server, and the machine gate that checks one
 //   spore launch -n N -- PROGRAM ARGS  PROGRAM on N MPI processes (data-parallel training)
 //   spore --version                    version, git commit and build type
@@ -54,6 +56,8 @@ int main(int argc, char** argv) {
   spore::cli::add_generate_commands(app, handlers);
   spore::cli::add_logits_command(app, handlers);
   spore::cli::add_perplexity_command(app, handlers);
+  spore::cli::add_finetune_command(app, handlers);
+  spore::cli::add_merge_command(app, handlers);
   spore::cli::add_embed_command(app, handlers);
   spore::cli::add_bench_llm_command(app, handlers);
   spore::cli::add_serve_command(app, handlers);

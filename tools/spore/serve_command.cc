@@ -1,6 +1,6 @@
 // spore serve: the OpenAI-compatible HTTP server (include/spore/serve.h, NOTE [Server]).
-//   spore serve [--model PATH] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N] [--queue N]
-//               [--api-key KEY] [--max-body BYTES] [--allowed-hosts A,B] [--max-connections N]
+//   spore serve [--model PATH]... [--models DIR]... [--max-memory BYTES] [--host 127.0.0.1]
+//               [--port 8080] [--slots N] [--ctx N] [--queue N] [--api-key KEY] [--max-body BYTES] [--allowed-hosts A,B] [--max-connections N]
 //               [--threads N] [--allow-unverified]
 // Prints the address at once (/health answers 503 while the model loads), then the model's
 // figures; SIGINT or SIGTERM stops it.
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "spore/llm.h"
 #include "spore/serve.h"
 
 namespace spore::cli {
@@ -62,11 +63,26 @@ void add_serve_command(CLI::App& app, Handlers& h) {
   auto* cmd = add_command(app, "serve", "Serve a language model over the OpenAI API (HTTP, JSON and SSE)",
                           "spore serve --port 8080 --slots 4");
   auto o = std::make_shared<serve::ServeOptions>();
-  cmd->add_option("--model", o->model, "Model directory or .gguf file (default: the embedded SmolLM2-135M-Instruct)");
+  // NOTE [Many models]: --model may be repeated and --models adds a folder's models.
+  auto paths = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--model", *paths,
+                  "Model directory or .gguf file (default: the embedded SmolLM2-135M-Instruct); repeat it to serve "
+                  "several. A model is served under its file's stem; a directory under its name, or the stem of the "
+                  "one .gguf inside when it has no config.json; requests name it in \"model\"");
+  cmd->add_option("--models", o->model_dirs,
+                  "Serve every model in this folder by name: each NAME.gguf file as NAME, each subdirectory NAME holding "
+                  "a config.json or a .gguf as NAME. Models load on their first request; two of one name are refused "
+                  "at start-up. Repeatable");
+  cmd->add_option("--max-memory", o->max_memory,
+                  "Bytes all loaded models may take together (weights + KV cache + scratch, from the engine's memory "
+                  "report); the least recently used idle model is unloaded to make room, a model larger than this "
+                  "alone is answered 507 (0: no limit)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0 exposes the server to the network)")->capture_default_str();
   cmd->add_option("--port", o->port, "Port (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
   cmd->add_option("--slots", o->slots, "Requests generated together (continuous batching)")->check(CLI::Range(1, 256))->capture_default_str();
-  cmd->add_option("--ctx", o->context, "Tokens of context per slot (KV memory is slots x ctx; 0: the model's, at most 4096)")
+  cmd->add_option("--ctx", o->context, "Tokens of context per slot (KV memory is slots x ctx; 0: the model's, at most 4096; a model made for "
+                  "fewer gets its own maximum)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--queue", o->queue, "Requests that may wait for a slot; more get 503 with Retry-After")
       ->check(CLI::Range(0, 4096))->capture_default_str();
@@ -91,8 +107,22 @@ void add_serve_command(CLI::App& app, Handlers& h) {
       ->capture_default_str();
   cmd->add_option("--spec-draft-model,--model-draft,--draft", o->draft_model,
                   "A smaller model of the same vocabulary, for requests asking \"speculative\": \"draft\"");
+  cmd->add_option("--lora", o->lora,
+                  "A LoRA adapter, PATH or PATH:SCALE (llama.cpp GGUF or PEFT directory); repeat for several (ids 0, "
+                  "1, ...; requests choose with \"lora\": [{\"id\", \"scale\"}])");
+  cmd->add_flag("--lora-init-without-apply", o->lora_init_without_apply,
+                "Load the --lora adapters with scale 0 (requests or POST /lora-adapters turn them on)");
   cmd->add_flag("--allow-unverified", o->allow_unverified, "Load even when the files do not match the artifact's lock");
-  cmd->callback([&h, o] { h.action = [o] { return run_serve(*o); }; });
+  auto no_repack = std::make_shared<bool>(false);
+  cmd->add_flag("--no-repack", *no_repack, kNoRepackHelp);
+  cmd->callback([&h, o, paths, no_repack] {
+    set_repack_at_load(!*no_repack);  // a process default: every model this server loads, now or later
+    if (!paths->empty()) {
+      o->model = paths->front();
+      o->more_models.assign(paths->begin() + 1, paths->end());
+    }
+    h.action = [o] { return run_serve(*o); };
+  });
 }
 
 }  // namespace spore::cli

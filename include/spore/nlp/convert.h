@@ -52,4 +52,8 @@ ConvertReport convert_hf_to_gguf(const std::filesystem::path& hf_dir, const std:
 GgmlType convert_matrix_type(const std::string& type, const std::string& name, uint64_t cols, int64_t layers,
                              bool tied, std::string* why = nullptr);
 
+// general.file_type (llama.cpp's LlamaFileType) of a model written with `--type type`; kValue for
+// an unknown type.
+uint32_t convert_file_type(const std::string& type);
+
 }  // namespace spore::nlp

@@ -50,6 +50,7 @@ class EmbeddingModel {
   int64_t context() const;            // most tokens one input may have (special tokens included)
   bool can_rerank() const;            // has a one-label classifier head
   const Tokenizer& tokenizer() const;
+  MemoryReport memory() const;        // the weights, mapped and resident
 
   // The ids of `text` with the model's special tokens ([CLS] .. [SEP]).
   std::vector<int32_t> tokenize(std::string_view text) const;

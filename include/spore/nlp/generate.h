@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "spore/nlp/grammar.h"
+#include "spore/nlp/lora.h"
 #include "spore/nlp/model.h"
 
 namespace spore::nlp {
@@ -86,6 +87,10 @@ struct GenerateOptions {
   // sentence of the grammar; EOS only once the text is one; a text that is complete with nothing
   // able to follow ends as kStop. Needs the model's tokenizer.
   std::shared_ptr<const Grammar> grammar;
+  // LoRA adapters this sequence runs (NOTE [LoRA adapters]), loaded for the engine's model; other
+  // sequences of the same batch may run others or none. The prefix cache reuses rows only between
+  // sequences with the same adapters and scales.
+  std::vector<LoraUse> lora;
 };
 
 struct TokenLogprob {
@@ -120,6 +125,7 @@ struct Timings {
   int64_t drafted_tokens = 0, accepted_tokens = 0;
   double acceptance_rate() const;  // accepted / drafted, 0 when nothing was drafted
   double prompt_ms = 0, first_token_ms = 0, total_ms = 0;
+  double grammar_ms = 0;  // in the grammar (token checks, masks, advancing), NOTE [Grammars]
   double prompt_tokens_per_second() const;  // over the tokens computed (not the cached ones)
   double tokens_per_second() const;  // decode
 };

@@ -32,6 +32,8 @@ class GgufFile;
 
 namespace spore::nlp {
 
+struct LoraUse;  // spore/nlp/lora.h
+
 // RoPE frequency scaling as the configs spell it ("rope_scaling" in config.json, rope.scaling.* in
 // GGUF). Every variant only changes the inv_freq table and the cos/sin scale handed to the rope op.
 struct RopeScaling {
@@ -108,6 +110,14 @@ struct SequenceChunk {
   int64_t position = 0;
   std::span<const int32_t> tokens;
   bool all_logits = false;  // logits for every token (spore logits), else for the last only
+  // The LoRA adapters this chunk's tokens run (NOTE [LoRA adapters]; loaded for this model by
+  // load_lora): each chunk its own, so one batch may mix adapters. Empty: the base model.
+  std::span<const LoraUse> lora = {};
+  // Every token's row computed as a one-token chunk at its position computes it, bit for bit
+  // (speculative verification, NOTE [Exact speculation]): under ggml numerics attention then
+  // takes the one-token order per row instead of llama.cpp's multi-token one. Off for prefill,
+  // whose rows keep llama.cpp's bits.
+  bool rows_as_decode = false;
 };
 
 // Bytes a loaded model occupies (printed at load; --max-memory checks them before allocating).

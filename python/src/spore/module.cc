@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "common/errors.h"
+#include "nlp/nlp_bindings.h"
 #include "spore/bindings.h"
 
 PYBIND11_MODULE(_spore, m) {
@@ -14,4 +15,5 @@ PYBIND11_MODULE(_spore, m) {
   spore::py_bind::bind_data(m);
   spore::py_bind::bind_io(m);
   spore::py_bind::bind_dist(m);
+  spore::py_bind::bind_nlp(m);
 }

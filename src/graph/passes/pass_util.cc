@@ -22,4 +22,16 @@ bool written_between(const std::vector<std::vector<int>>& writers, ValueId v, in
   return false;
 }
 
+Readers::Readers(const Graph& g) : of(g.num_values()), returned(g.num_values(), false) {
+  for (int i = 0; i < (int)g.num_nodes(); ++i)
+    for (ValueId v : g.inputs(i)) of[v].push_back(i);
+  for (ValueId v : g.graph_outputs()) returned[v] = true;
+}
+
+bool scalar_constant(const Graph& g, ValueId v, const std::vector<std::vector<int>>& writers, double& x) {
+  if (!is_constant(g, v, writers) || g.value(v).tensor.numel() != 1) return false;
+  x = g.value(v).tensor.to(DType::kFloat64).contiguous().to_vector<double>()[0];
+  return true;
+}
+
 }  // namespace spore::graph

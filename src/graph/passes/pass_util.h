@@ -38,3 +38,25 @@ inline PassStats& finish_stats(PassStats& s, const Graph& g) {
 }
 
 }  // namespace spore::graph
+
+namespace spore::graph {
+
+// Readers of each value (node indices, ascending), and whether the graph returns it: the
+// inference rewrites (conv fusion, GELU) absorb a node only when it is its input's one reader.
+struct Readers {
+  std::vector<std::vector<int>> of;
+  std::vector<bool> returned;
+  explicit Readers(const Graph& g);
+  // The single node reading v, or -1 (none, several, or v is a graph output).
+  int only(ValueId v) const { return !returned[v] && of[v].size() == 1 ? of[v][0] : -1; }
+};
+
+// A constant value that no node writes (safe to read at compile time).
+inline bool is_constant(const Graph& g, ValueId v, const std::vector<std::vector<int>>& writers) {
+  return g.value(v).kind == ValueKind::kConstant && writers[v].empty();
+}
+
+// The value of a one-element constant, as double (a Clip bound, GELU's 0.5).
+bool scalar_constant(const Graph& g, ValueId v, const std::vector<std::vector<int>>& writers, double& x);
+
+}  // namespace spore::graph

@@ -18,18 +18,35 @@ struct PassOptions {
   // below two of the fused kernel's blocks, its set-up costs more than the memory traffic it
   // saves (the chapter's regression step, 64x4 tensors, ran 1.5x slower fused).
   int64_t min_fusion_elements = 4096;
+  // Constant folding (NOTE [Graph passes]): results over this many bytes stay nodes. jit keeps a
+  // graph's folded constants small; Lite folds up to 64 MiB (a BatchNorm's scale, an ONNX shape
+  // computation, a weight's layout change), since it runs one model many times.
+  int64_t max_folded_bytes = int64_t{1} << 20;
+  // A folded view (reshape, permute of a constant) is copied so that the constant owns its
+  // storage; false keeps the view as the op made it, with its strides, so the kernel reading it
+  // takes the path it takes eagerly (Lite: bit-equal to the file run as written).
+  bool fold_copies_views = true;
+  // The inference rewrites (NOTE [Inference passes]): fused groups reading a convolution put
+  // back as ops, BatchNorm and bias folded into fused_conv2d with its activation's clamp, the
+  // erf formula of GELU made gelu. Inference only: fused_conv2d has no backward rule. Lite runs
+  // them; jit when the caller froze the captured tensors (JitOptions::freeze).
+  bool inference = false;
 };
 
 // Each pass: rewrites `g` (which validates before and after) and returns its statistics.
 PassStats eliminate_dead_code(Graph& g);
 PassStats eliminate_common_subexpressions(Graph& g);
-PassStats fold_constants(Graph& g);
+PassStats fold_constants(Graph& g, int64_t max_bytes = int64_t{1} << 20, bool copy_views = true);
 PassStats simplify_algebra(Graph& g);
 // Groups whose output has fewer than `min_elements` elements are left alone.
 PassStats fuse_elementwise(Graph& g, int64_t min_elements = 0);
+// The inference rewrites (NOTE [Inference passes]), one file each.
+PassStats expand_fused_after_convolutions(Graph& g);
+PassStats fuse_convolutions(Graph& g);
+PassStats substitute_gelu(Graph& g);
 
-// The pipeline, in a fixed order (simplify, fold, CSE, DCE, fuse, DCE); one PassStats per pass
-// that ran.
+// The pipeline, in a fixed order (simplify, [expand], fold, [conv, gelu], CSE, DCE, fuse, DCE;
+// the bracketed ones with `inference`); one PassStats per pass that ran.
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options = {});
 
 // SPORE_GRAPH_VERBOSE=1 (non-empty, not "0"): run_passes prints its statistics.

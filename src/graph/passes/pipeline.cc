@@ -1,4 +1,8 @@
-// The pass pipeline (NOTE [Graph passes]): simplify, fold, CSE, DCE, fuse, DCE, in that order.
+// The pass pipeline (NOTE [Graph passes]): simplify, fold, CSE, DCE, fuse, DCE, in that order;
+// with PassOptions::inference, the inference rewrites around folding (NOTE [Inference passes]):
+// fused groups after convolutions expanded before it (their constant operands then fold), conv
+// fusion and GELU after it (they need the folded per-channel constants), all before elementwise
+// fusion, which would otherwise take the chains they absorb.
 // Simplification first exposes constants (x*1 of a folded fill) and shorter chains; folding then
 // turns constant subtrees into values; CSE merges what the first two made equal; DCE drops what
 // they left unread; fusion runs on the cleaned graph, and a last DCE removes what fusion
@@ -46,7 +50,11 @@ std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
   };
   if (validate) g.validate();
   run(options.simplify, &simplify_algebra);
-  run(options.fold_constants, &fold_constants);
+  run(options.inference, &expand_fused_after_convolutions);
+  run(options.fold_constants,
+      [&](Graph& graph) { return fold_constants(graph, options.max_folded_bytes, options.fold_copies_views); });
+  run(options.inference, &fuse_convolutions);
+  run(options.inference, &substitute_gelu);
   run(options.cse, &eliminate_common_subexpressions);
   run(options.dce, &eliminate_dead_code);
   run(options.fuse, [&](Graph& graph) { return fuse_elementwise(graph, options.min_fusion_elements); });

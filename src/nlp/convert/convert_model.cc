@@ -497,4 +497,6 @@ GgmlType convert_matrix_type(const std::string& type, const std::string& name, u
   return t;
 }
 
+uint32_t convert_file_type(const std::string& type) { return parse_type(type).file_type; }
+
 }  // namespace spore::nlp

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,6 +40,15 @@ SamplingOptions with_model_defaults(SamplingOptions s, const GenerationDefaults&
   if (g.repetition_penalty && s.repetition_penalty == d.repetition_penalty) s.repetition_penalty = *g.repetition_penalty;
   if (g.top_k && s.top_k == d.top_k) s.top_k = *g.top_k;
   return s;
+}
+
+// NOTE [Exact speculation]: a fully kept draft doubles the next one's length (up to draft_max); a
+// rejected one caps it at one more than it kept, but at least kMinDraft. The cap depends only on
+// past outcomes, so greedy output and the sampled distribution are unchanged.
+int64_t next_draft_cap(int64_t draft_max, int64_t drafted, int64_t accepted) {
+  constexpr int64_t kMinDraft = 3;  // a 4-row chunk: one row tile of the products (quant_kernels.inc)
+  if (accepted == drafted) return std::min(draft_max, std::max<int64_t>(kMinDraft, 2 * drafted));
+  return std::min(draft_max, std::max(kMinDraft, accepted + 1));
 }
 
 }  // namespace
@@ -88,6 +98,9 @@ struct Sequence {
   std::vector<std::vector<double>> draft_q;
   std::optional<detail::Sampler> draft_sampler;  // kDraft: the draft model's draws (no penalties)
   int64_t draft_valid = 0;                       // kDraft: rows of the draft model's cache in use
+  // The next draft's length at most (NOTE [Exact speculation]): it follows the acceptance, so
+  // that a step whose draft keeps failing early does not pay for verifying rows it throws away.
+  int64_t draft_cap = std::numeric_limits<int64_t>::max();
   Timings timings;
   Clock::time_point added, started, first;
   std::function<bool()> still_wanted;  // asked at admission (Engine::add)
@@ -212,6 +225,12 @@ uint64_t Engine::add(std::vector<int32_t> prompt, const GenerateOptions& options
       throw Error(ErrorCode::kValue, "generate: EOS id " + std::to_string(e) + " is outside the vocabulary of " +
                                          std::to_string(m.vocab));
   validate_speculative(options.speculative);
+  for (const LoraUse& u : options.lora)
+    if (!u.adapter || u.adapter->model != m.lm.get())
+      throw Error(ErrorCode::kValue, "generate: a LoRA adapter " +
+                                         (u.adapter ? u.adapter->path.string() + " was loaded for another model"
+                                                    : std::string("is null")) +
+                                         " (load_lora with the engine's model)");
   if (options.speculative.type == SpeculativeOptions::Type::kDraft && !m.draft)
     throw Error(ErrorCode::kValue, "generate: speculative decoding with a draft model needs one; load it with the "
                                    "engine (EngineOptions::draft, --spec-draft-model PATH) or use \"ngram\"");
@@ -256,10 +275,28 @@ SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row, const 
   SequenceEvent ev;
   ev.sequence = s.id;
   const std::vector<uint64_t>* mask = nullptr;
-  if (s.grammar) {
+  // NOTE [Grammars]: a draw without the mask that the grammar allows is kept when that is exactly
+  // the masked draw (greedy, or sampling without truncating filters: rejection sampling), so a
+  // step inside free text, where most tokens are allowed, costs one token's check, not a mask.
+  std::optional<detail::Draw> unmasked;
+  if (s.grammar && !proposal && s.sampler.unmasked_draw_is_exact()) {
+    detail::Draw d = s.sampler.sample(row);  // its own errors (a NaN logit) are not the grammar's
+    try {
+      const Clock::time_point check = Clock::now();
+      if (s.grammar->allows(d.id)) unmasked = std::move(d);
+      s.timings.grammar_ms += ms_between(check, Clock::now());
+    } catch (const Error& e) {  // max_stacks, as below
+      ev.finished = FinishReason::kGrammarDeadEnd;
+      ev.error = e.what();
+      return ev;
+    }
+  }
+  if (s.grammar && !unmasked) {
     // NOTE [Grammars]: no allowed token is a dead end; it ends the sequence, never waits.
     try {
+      const Clock::time_point t0 = Clock::now();
       mask = &s.grammar->allowed();
+      s.timings.grammar_ms += ms_between(t0, Clock::now());
     } catch (const Error& e) {  // the grammar's parse stacks exploded (GrammarLimits::max_stacks)
       ev.finished = FinishReason::kGrammarDeadEnd;
       ev.error = e.what();
@@ -273,7 +310,9 @@ SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row, const 
       return ev;
     }
   }
-  const detail::Draw d = proposal ? s.sampler.verify(row, mask, proposal->id, proposal->q) : s.sampler.sample(row, mask);
+  const detail::Draw d = unmasked ? std::move(*unmasked)
+                         : proposal ? s.sampler.verify(row, mask, proposal->id, proposal->q)
+                                    : s.sampler.sample(row, mask);
   if (mask && !detail::GrammarMatcher::test(*mask, d.id)) {  // every allowed logit was -inf
     ev.finished = FinishReason::kGrammarDeadEnd;
     return ev;
@@ -305,7 +344,11 @@ SequenceEvent Engine::Impl::take(Sequence& s, std::span<const float> row, const 
     ev.finished = FinishReason::kStop;
     return ev;
   }
-  if (s.grammar) s.grammar->accept(d.id);
+  if (s.grammar) {
+    const Clock::time_point t0 = Clock::now();
+    s.grammar->accept(d.id);
+    s.timings.grammar_ms += ms_between(t0, Clock::now());
+  }
   if (s.stream) ev.text = s.stop.push(s.stream->push(d.id), &matched);
   if (matched) {
     ev.finished = FinishReason::kStop;
@@ -345,7 +388,8 @@ std::vector<SequenceEvent> Engine::step() {
         m.queue.front()->prompt, m.slot_used, m.options.prefix_cache,
         [&m](int32_t from, int32_t to, int64_t begin, int64_t end) {
           return detail::PrefixCache::copy_rows(*m.cache, from, to, begin, end);
-        });
+        },
+        lora_key(m.queue.front()->options.lora));
     if (c.slot < 0) break;
     Sequence& s = *m.queue.front();
     m.slot_used[(size_t)c.slot] = true;
@@ -367,6 +411,7 @@ std::vector<SequenceEvent> Engine::step() {
     SequenceChunk c;
     c.slot = s->slot;
     c.position = s->fed;
+    c.lora = s->options.lora;
     const int64_t left = (int64_t)s->prompt.size() - s->fed;
     if (left > 0) {
       // No piece of a longer prompt is a single token (a chunk one short instead), for the
@@ -379,6 +424,7 @@ std::vector<SequenceEvent> Engine::step() {
       s->feed.insert(s->feed.end(), s->draft.begin(), s->draft.end());
       c.tokens = std::span<const int32_t>(s->feed);
       c.all_logits = !s->draft.empty();
+      c.rows_as_decode = c.all_logits;  // each verified token exactly plain decoding's (NOTE [Exact speculation])
     }
     chunks.push_back(c);
   }
@@ -447,6 +493,7 @@ std::vector<SequenceEvent> Engine::step() {
     }
     m.prefix->wrote(s.slot, std::span<const int32_t>(s.feed).first(std::min(s.feed.size(), 1 + accepted)));
     s.timings.drafted_tokens += (int64_t)drafted;
+    s.draft_cap = next_draft_cap(s.options.speculative.draft_max, (int64_t)drafted, (int64_t)accepted);
     s.timings.accepted_tokens += (int64_t)accepted;
     s.draft_valid = std::min(s.draft_valid, before + 1 + (int64_t)accepted);
     if (done) m.retire(m.active[i]);
@@ -465,7 +512,7 @@ void Engine::Impl::make_drafts() {
     if (o.type == SpeculativeOptions::Type::kNone || s.fed < (int64_t)s.prompt.size()) continue;
     // Room: the chunk (next + draft) must fit the context, and no more tokens are drafted than
     // the sequence may still generate after this step's first.
-    const int64_t room = std::min({o.draft_max, context - s.fed - 1, s.options.max_tokens - s.generated - 1});
+    const int64_t room = std::min({o.draft_max, s.draft_cap, context - s.fed - 1, s.options.max_tokens - s.generated - 1});
     if (room < 1) continue;
     if (o.type == SpeculativeOptions::Type::kNgram) {
       s.draft = detail::ngram_draft(s.history, o.ngram_min, o.ngram_max, room);

@@ -23,22 +23,26 @@ int64_t reusable(std::span<const int32_t> held, std::span<const int32_t> prompt)
 }  // namespace
 
 PrefixCache::Choice PrefixCache::admit(std::span<const int32_t> prompt, const std::vector<bool>& slot_used,
-                                       bool enabled, const CopyRows& copy) {
+                                       bool enabled, const CopyRows& copy, const std::string& key) {
   Choice c;
+  auto usable = [&](size_t s) { return keys_[s] == key ? reusable(held_[s], prompt) : int64_t{0}; };
   if (!enabled) {
     for (size_t s = 0; s < slot_used.size(); ++s)
       if (!slot_used[s]) {
         c.slot = (int32_t)s;
         break;
       }
-    if (c.slot >= 0) held_[(size_t)c.slot].clear();
+    if (c.slot >= 0) {
+      held_[(size_t)c.slot].clear();
+      keys_[(size_t)c.slot] = key;
+    }
     return c;
   }
   // The longest match wins; among equal matches (a miss included) the least recently used slot,
   // so a slot never used goes first and a recent conversation's rows are the last to go.
   for (size_t s = 0; s < slot_used.size(); ++s) {
     if (slot_used[s]) continue;
-    const int64_t m = reusable(held_[s], prompt);
+    const int64_t m = usable(s);
     if (c.slot < 0 || m > c.reuse || (m == c.reuse && last_used_[s] < last_used_[(size_t)c.slot])) {
       c.slot = (int32_t)s;
       c.reuse = m;
@@ -54,13 +58,14 @@ PrefixCache::Choice PrefixCache::admit(std::span<const int32_t> prompt, const st
   if (copy)
     for (size_t s = 0; s < slot_used.size(); ++s) {
       if (!slot_used[s]) continue;
-      const int64_t m = reusable(held_[s], prompt);
+      const int64_t m = usable(s);
       if (m > longer) {
         longer = m;
         from = (int32_t)s;
       }
     }
   h.resize((size_t)c.reuse);  // rows past the reused prefix are about to be overwritten
+  keys_[(size_t)c.slot] = key;
   if (from >= 0 && copy(from, c.slot, c.reuse, longer)) {
     h.insert(h.end(), prompt.begin() + c.reuse, prompt.begin() + longer);
     c.reuse = longer;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "spore/nlp/generate.h"
@@ -21,7 +22,7 @@ namespace spore::nlp::detail {
 
 class PrefixCache {
  public:
-  explicit PrefixCache(int64_t slots) : held_((size_t)slots), last_used_((size_t)slots, 0) {}
+  explicit PrefixCache(int64_t slots) : held_((size_t)slots), keys_((size_t)slots), last_used_((size_t)slots, 0) {}
 
   struct Choice {
     int32_t slot = -1;
@@ -35,8 +36,10 @@ class PrefixCache {
   // [begin, end) into the chosen slot (rows below begin already match); when it returns true the
   // reuse extends to end.
   using CopyRows = std::function<bool(int32_t from, int32_t to, int64_t begin, int64_t end)>;
+  // `key` names what else the rows depend on (lora_key: the LoRA adapters and scales, NOTE [LoRA
+  // adapters]): only rows written under an equal key are reused or copied.
   Choice admit(std::span<const int32_t> prompt, const std::vector<bool>& slot_used, bool enabled,
-               const CopyRows& copy = {});
+               const CopyRows& copy = {}, const std::string& key = {});
   // The sequence in `slot` wrote `tokens` at the rows after those it already held.
   void wrote(int32_t slot, std::span<const int32_t> tokens) { held_[(size_t)slot].insert(held_[(size_t)slot].end(), tokens.begin(), tokens.end()); }
   // The rows' contents are unknown (a forward pass failed part-way): forget everything.
@@ -49,6 +52,7 @@ class PrefixCache {
 
  private:
   std::vector<std::vector<int32_t>> held_;  // tokens whose K/V the slot's rows 0..size-1 hold
+  std::vector<std::string> keys_;           // the key those rows were written under
   std::vector<uint64_t> last_used_;         // admission tick; 0: never used
   uint64_t tick_ = 0;
   nlp::PrefixCacheStats stats_;

@@ -164,13 +164,25 @@ std::vector<double> Sampler::distribution(std::span<const float> logits, const s
 
 std::vector<double> Sampler::masked(std::span<const float> logits, const std::vector<uint64_t>* allowed) const {
   std::vector<double> l = penalised(logits);
-  if (allowed) {
-    if (allowed->size() * 64 < l.size())
-      throw Error(ErrorCode::kInternal, "sampler: a token mask shorter than the vocabulary");
-    for (size_t i = 0; i < l.size(); ++i)
-      if (!(((*allowed)[i >> 6] >> (i & 63)) & 1)) l[i] = -std::numeric_limits<double>::infinity();
-  }
+  if (allowed) apply_token_mask(l, *allowed);
   return l;
+}
+
+void apply_token_mask(std::span<double> l, const std::vector<uint64_t>& allowed) {
+  if (allowed.size() * 64 < l.size())
+    throw Error(ErrorCode::kInternal, "sampler: a token mask shorter than the vocabulary");
+  constexpr double kOff = -std::numeric_limits<double>::infinity();
+  for (size_t w = 0, base = 0; base < l.size(); ++w, base += 64) {
+    const uint64_t bits = allowed[w];
+    if (bits == ~uint64_t{0}) continue;
+    const size_t n = std::min<size_t>(64, l.size() - base);
+    if (bits == 0) {
+      std::fill_n(l.begin() + (ptrdiff_t)base, n, kOff);
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!((bits >> i) & 1)) l[base + i] = kOff;
+  }
 }
 
 int32_t Sampler::draw(std::span<const double> probs) {

@@ -31,6 +31,14 @@ class Sampler {
   // draw converts it to a double by hand, so a seed gives the same tokens on every platform.
   Sampler(const SamplingOptions& options, int64_t vocab);
 
+  // Whether sample(logits) kept only when its token is in a mask, else sample(logits, mask) again,
+  // draws exactly as sample(logits, mask): greedy (the argmax, if allowed, is the masked argmax),
+  // or no top-k / top-p / min-p (rejection sampling; the filters would otherwise cut the full
+  // distribution, not the masked one). NOTE [Grammars].
+  bool unmasked_draw_is_exact() const {
+    return o_.temperature == 0 || ((o_.top_k == 0 || o_.top_k >= vocab_) && o_.top_p >= 1.0 && o_.min_p == 0);
+  }
+
   // Records a token the model saw (prompt or generated) in the penalty window.
   void accept(int32_t token);
 
@@ -77,5 +85,10 @@ class Sampler {
 
 // Index of the largest value, ties to the lowest index.
 int32_t argmax(std::span<const double> v);
+
+// Sets every logit whose bit in `allowed` (one bit per id) is clear to -inf. A word at a time: a
+// grammar's masks are mostly all-clear or all-set words (NOTE [Grammars]), so the cost is the
+// row's length in words, not a bit test per id. kInternal for a mask shorter than the row.
+void apply_token_mask(std::span<double> logits, const std::vector<uint64_t>& allowed);
 
 }  // namespace spore::nlp::detail

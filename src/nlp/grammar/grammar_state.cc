@@ -63,40 +63,59 @@ GrammarState GrammarState::start(const Grammar::Impl& g) {
   return s;
 }
 
-bool GrammarState::feed(const Grammar::Impl& g, uint8_t byte) {
-  uint32_t cp;
-  if (partial_left == 0) {
+Utf8Step utf8_step(uint32_t& partial, uint8_t& left, uint32_t& min, uint8_t byte) {
+  Utf8Step r;
+  if (left == 0) {
     if (byte < 0x80) {
-      cp = byte;
-    } else {
-      const int n = (byte & 0xE0) == 0xC0 ? 1 : (byte & 0xF0) == 0xE0 ? 2 : (byte & 0xF8) == 0xF0 ? 3 : -1;
-      if (n < 0 || byte == 0xC0 || byte == 0xC1) return stacks.clear(), false;
-      partial = byte & (n == 1 ? 0x1F : n == 2 ? 0x0F : 0x07);
-      partial_left = (uint8_t)n;
-      partial_min = n == 1 ? 0x80 : n == 2 ? 0x800 : 0x10000;
-      // Some stack must take a code point that starts this way (and is not an overlong form).
-      const uint32_t lo = std::max(partial << (6 * n), partial_min), hi = std::min((partial << (6 * n)) | ((1u << (6 * n)) - 1), 0x10FFFFu);
-      if (lo > hi) return stacks.clear(), false;
-      for (const ParseStack& st : stacks)
-        if (!st.empty() && g.accepts_some(g.symbols[(size_t)st.back()], lo, hi)) return true;
-      return stacks.clear(), false;
+      r.kind = Utf8Step::kCodePoint;
+      r.cp = byte;
+      return r;
     }
+    const int n = (byte & 0xE0) == 0xC0 ? 1 : (byte & 0xF0) == 0xE0 ? 2 : (byte & 0xF8) == 0xF0 ? 3 : -1;
+    if (n < 0 || byte == 0xC0 || byte == 0xC1) return r;
+    partial = byte & (n == 1 ? 0x1F : n == 2 ? 0x0F : 0x07);
+    left = (uint8_t)n;
+    min = n == 1 ? 0x80 : n == 2 ? 0x800 : 0x10000;
   } else {
-    if ((byte & 0xC0) != 0x80) return stacks.clear(), false;
+    if ((byte & 0xC0) != 0x80) return r;
     partial = (partial << 6) | (byte & 0x3F);
-    if (--partial_left > 0) {
-      const uint32_t lo = std::max(partial << (6 * partial_left), partial_min),
-                     hi = std::min((partial << (6 * partial_left)) | ((1u << (6 * partial_left)) - 1), 0x10FFFFu);
-      if (lo > hi) return stacks.clear(), false;
-      for (const ParseStack& st : stacks)
-        if (!st.empty() && g.accepts_some(g.symbols[(size_t)st.back()], lo, hi)) return true;
-      return stacks.clear(), false;
+    if (--left == 0) {
+      const uint32_t cp = partial;
+      partial = 0;
+      const uint32_t least = min;
+      min = 0;  // a state between code points is the same whatever came before (the cache's key)
+      // Overlong forms and surrogates are not UTF-8: the decoded text would differ from these bytes.
+      if (cp > 0x10FFFF || cp < least || (cp >= 0xD800 && cp <= 0xDFFF)) return r;
+      r.kind = Utf8Step::kCodePoint;
+      r.cp = cp;
+      return r;
     }
-    cp = partial;
-    partial = 0;
-    // Overlong forms and surrogates are not UTF-8: the decoded text would differ from these bytes.
-    if (cp > 0x10FFFF || cp < partial_min || (cp >= 0xD800 && cp <= 0xDFFF)) return stacks.clear(), false;
   }
+  // The code points this prefix may still become (no overlong form, nothing past U+10FFFF).
+  r.lo = std::max(partial << (6 * left), min);
+  r.hi = std::min((partial << (6 * left)) | ((1u << (6 * left)) - 1), 0x10FFFFu);
+  // Surrogates are no code point either: a prefix that can only become one (ED A0..BF) is
+  // invalid now, not after its last byte (a negated class "accepts" them, and the state would
+  // then have no byte left to take: a dead end). ED alone may still become D000..D7FF.
+  if (r.lo >= 0xD800 && r.hi <= 0xDFFF) return r;
+  if (r.lo < 0xD800 && r.hi >= 0xD800 && r.hi <= 0xDFFF) r.hi = 0xD7FF;
+  if (r.lo <= r.hi) r.kind = Utf8Step::kPrefix;
+  return r;
+}
+
+bool GrammarState::feed(const Grammar::Impl& g, uint8_t byte) {
+  const Utf8Step u = utf8_step(partial, partial_left, partial_min, byte);
+  if (u.kind == Utf8Step::kInvalid) return stacks.clear(), false;
+  if (u.kind == Utf8Step::kPrefix) {
+    // Some stack must take a code point that starts this way.
+    for (const ParseStack& st : stacks)
+      if (!st.empty() && g.accepts_some(g.symbols[(size_t)st.back()], u.lo, u.hi)) return true;
+    return stacks.clear(), false;
+  }
+  return advance(g, u.cp);
+}
+
+bool GrammarState::advance(const Grammar::Impl& g, uint32_t cp) {
   std::vector<ParseStack> next;
   for (const ParseStack& st : stacks) {
     if (st.empty() || !g.accepts(g.symbols[(size_t)st.back()], cp)) continue;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -20,6 +21,17 @@ namespace spore::nlp::detail {
 
 using ParseStack = std::vector<int32_t>;  // symbol positions; back() is the next to match
 
+// One byte of UTF-8 decoding, shared by the matcher and the mask walk so that both take the same
+// bytes: a whole code point, a valid prefix (the code points it may still become: [lo, hi]), or
+// invalid (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF).
+struct Utf8Step {
+  enum Kind : uint8_t { kInvalid, kCodePoint, kPrefix } kind = kInvalid;
+  uint32_t cp = 0, lo = 0, hi = 0;
+};
+// `partial`, `left`, `min`: the sequence's bits so far, continuation bytes still to come, and the
+// smallest code point its length may encode; updated in place.
+Utf8Step utf8_step(uint32_t& partial, uint8_t& left, uint32_t& min, uint8_t byte);
+
 struct GrammarState {
   std::vector<ParseStack> stacks;  // sorted, distinct
   uint32_t partial = 0;            // the code point's bits read so far
@@ -30,6 +42,8 @@ struct GrammarState {
   // Consumes one byte; false (and the state unusable) when no stack can take it.
   bool feed(const Grammar::Impl& g, uint8_t byte);
   bool feed(const Grammar::Impl& g, std::string_view bytes);
+  // Consumes a whole code point (no partial sequence pending); false when no stack takes it.
+  bool advance(const Grammar::Impl& g, uint32_t cp);
   bool accepting() const;  // the text so far is a sentence of the grammar
   bool finished() const;   // ... and nothing can follow it
   std::string key() const;  // identifies the state (the mask cache's key)
@@ -38,21 +52,32 @@ struct GrammarState {
 // The bytes each token stands for; nullopt for special tokens (they never match a grammar).
 std::vector<std::optional<std::string>> token_bytes(const Tokenizer& tokenizer);
 
+// The vocabulary's bytes as a trie stored flat, its nodes in depth-first pre-order: a node's
+// subtree is the run of nodes up to skip(), and a node's parent is the last node before it one
+// level up. A mask walk is then a forward scan that jumps over a subtree the grammar refuses,
+// with no pointer chasing (NOTE [Grammars]).
 class TokenTrie {
  public:
   // `vocab`: the model's logits row length (may exceed the tokenizer's; those ids never match).
   TokenTrie(const std::vector<std::optional<std::string>>& bytes, int64_t vocab);
   int64_t vocab() const { return vocab_; }
 
-  struct Node {
-    std::vector<std::pair<uint8_t, int32_t>> kids;  // byte -> node, by byte
-    std::vector<int32_t> tokens;                    // tokens whose bytes end here
-  };
-  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t size() const { return byte_.size(); }  // nodes, the root not counted
+  uint8_t byte(size_t node) const { return byte_[node]; }
+  uint32_t depth(size_t node) const { return depth_[node]; }  // 1 for the root's children
+  uint32_t skip(size_t node) const { return skip_[node]; }    // the first node after its subtree
+  uint32_t max_depth() const { return max_depth_; }
+  // The tokens whose bytes end at `node`.
+  std::span<const int32_t> tokens(size_t node) const {
+    return {token_ids_.data() + token_begin_[node], token_begin_[node + 1] - token_begin_[node]};
+  }
   const std::string* bytes_of(int32_t id) const;
 
  private:
-  std::vector<Node> nodes_;
+  std::vector<uint8_t> byte_;
+  std::vector<uint32_t> depth_, skip_, token_begin_;
+  std::vector<int32_t> token_ids_;
+  uint32_t max_depth_ = 0;
   std::vector<std::optional<std::string>> bytes_;
   int64_t vocab_;
 };
@@ -68,6 +93,9 @@ class GrammarMatcher {
   static bool test(const std::vector<uint64_t>& mask, int32_t id) {
     return (mask[(size_t)id >> 6] >> (id & 63)) & 1;
   }
+  // Whether `token` may come next, without computing the mask (a copy of the state fed its bytes):
+  // what the sampler's unmasked draw is checked with. Equals test(allowed(), token).
+  bool allows(int32_t token) const;
   // Advances over a token (an end id is not text: it only ends). kValue for a token the grammar
   // does not allow here (the caller masked with allowed(), so this is a broken invariant).
   void accept(int32_t token);
@@ -76,17 +104,11 @@ class GrammarMatcher {
   size_t cached_masks() const { return cache_.size(); }
 
  private:
-  // One mask computation: the states met while walking the trie, interned, and the transitions
-  // between them by byte, so a walk over a free-text state (where most bytes lead back to the same
-  // state) costs a table lookup per trie node rather than a parse-stack update.
-  struct Walk {
-    std::vector<GrammarState> states;
-    std::unordered_map<std::string, int32_t> ids;
-    std::vector<int32_t> next;  // [state * 256 + byte] -> state; -1: dead, -3: not yet known
-  };
-  int32_t step(Walk& w, int32_t state, uint8_t byte) const;
-  void walk(Walk& w, int32_t node, int32_t state, std::vector<uint64_t>& mask) const;
-  void walk_plain(int32_t node, const GrammarState& state, std::vector<uint64_t>& mask) const;
+  // The mask of state_ by one scan of the trie (mask_walk.cc); false when the walk's state tables
+  // reached GrammarLimits::max_walk_states (the mask is then incomplete).
+  bool walk(std::vector<uint64_t>& mask) const;
+  // The same mask without tables: a copy of the parse state per trie level (the bounded fallback).
+  void walk_plain(std::vector<uint64_t>& mask) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;

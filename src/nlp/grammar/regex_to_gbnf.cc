@@ -27,8 +27,8 @@ class RegexParser {
 
   std::string parse() {
     if (!s_.empty() && s_[0] == '^') ++p_;
-    bool unbounded = false;
-    std::string out = alternation(0, unbounded);
+    bool unbounded = false, nullable = false;
+    std::string out = alternation(0, unbounded, nullable);
     if (p_ < s_.size()) fail("unexpected ')'");
     return out.empty() ? "\"\"" : out;
   }
@@ -39,13 +39,18 @@ class RegexParser {
                                        ": " + what);
   }
 
-  std::string alternation(int depth, bool& unbounded) {
+  // `unbounded`: some part repeats without bound; `nullable`: the whole can match the empty string.
+  std::string alternation(int depth, bool& unbounded, bool& nullable) {
     if (depth > 50) fail("groups nest deeper than 50");
     std::vector<std::string> alts;
-    alts.push_back(sequence(depth, unbounded));
+    nullable = false;
+    bool alt_nullable = false;
+    alts.push_back(sequence(depth, unbounded, alt_nullable));
+    nullable = nullable || alt_nullable;
     while (p_ < s_.size() && s_[p_] == '|') {
       ++p_;
-      alts.push_back(sequence(depth, unbounded));
+      alts.push_back(sequence(depth, unbounded, alt_nullable));
+      nullable = nullable || alt_nullable;
     }
     if (alts.size() == 1) return alts[0];
     std::string out = "(";
@@ -98,6 +103,8 @@ class RegexParser {
       case 'b': case 'B': fail("word boundaries (\\b, \\B) are not supported");
       case 'x': {
         if (p_ + 2 > s_.size()) fail("\\x needs two hex digits");
+        for (size_t k = 0; k < 2; ++k)
+          if (!std::isxdigit((unsigned char)s_[p_ + k])) fail("\\x needs two hex digits");
         const uint32_t v = (uint32_t)std::stoul(std::string(s_.substr(p_, 2)), nullptr, 16);
         p_ += 2;
         return v;
@@ -133,11 +140,12 @@ class RegexParser {
     return out + "]";
   }
 
-  std::string sequence(int depth, bool& unbounded_any) {
+  std::string sequence(int depth, bool& unbounded_any, bool& nullable) {
     std::string out;
+    nullable = true;
     while (p_ < s_.size() && s_[p_] != '|' && s_[p_] != ')') {
       std::string atom;
-      bool atom_unbounded = false;
+      bool atom_unbounded = false, atom_nullable = false;
       const char c = s_[p_];
       if (c == '$' && p_ + 1 == s_.size()) {
         ++p_;
@@ -149,7 +157,7 @@ class RegexParser {
           if (p_ + 1 < s_.size() && s_[p_ + 1] == ':') p_ += 2;
           else fail("lookaround and named groups are not supported; use (...) or (?:...)");
         }
-        atom = "(" + alternation(depth + 1, atom_unbounded) + ")";
+        atom = "(" + alternation(depth + 1, atom_unbounded, atom_nullable) + ")";
         if (atom == "()") atom = "\"\"";
         if (p_ >= s_.size() || s_[p_] != ')') fail("a '(' is not closed");
         ++p_;
@@ -238,13 +246,24 @@ class RegexParser {
           suffix = "{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : std::string()) + "}";
         }
         if (p_ < s_.size() && (s_[p_] == '?' || s_[p_] == '+')) ++p_;  // lazy or possessive: same language
+        // An empty group repeated any number of times is still empty: the quantifier is dropped
+        // (GBNF has nothing to attach it to).
+        const bool empty_group = atom == "\"\"";
+        if (empty_group) suffix.clear(), unbounded = false;
         if (unbounded && atom_unbounded)
           fail("an unbounded repetition of something that already repeats without bound (like (a+)+) is refused: it "
                "backtracks catastrophically; write it with one repetition");
+        // A grammar cannot repeat an empty match without bound (the rule would recurse on itself
+        // before reading anything); the regex means the same without the empty alternative.
+        if (unbounded && atom_nullable)
+          fail("an unbounded repetition of something that can match the empty string (like (a|)+ or (a?)*) is "
+               "refused; drop the empty alternative or make the repeated part match at least one character");
         atom += suffix;
         atom_unbounded = atom_unbounded || unbounded;
+        atom_nullable = atom_nullable || q == '*' || q == '?' || suffix.rfind("{0,", 0) == 0;
       }
       unbounded_any = unbounded_any || atom_unbounded;
+      nullable = nullable && atom_nullable;
       out += (out.empty() ? "" : " ") + atom;
     }
     return out;

@@ -55,8 +55,8 @@ std::vector<std::optional<std::string>> token_bytes(const Tokenizer& tokenizer) 
         bytes.push_back((char)b);
       }
       if (!ok) bytes = tok;
-    } else if (tok.size() == 6 && tok[0] == '<' && tok[1] == '0' && tok[2] == 'x' && tok[5] == '>' && t.model.byte_fallback) {
-      bytes.push_back((char)std::stoi(tok.substr(3, 2), nullptr, 16));
+    } else if (t.model.byte_fallback && byte_token_value(tok) >= 0) {
+      bytes.push_back((char)byte_token_value(tok));
     } else {
       // SentencePiece's meta space (U+2581) is a space in the text.
       for (size_t i = 0; i < tok.size();) {
@@ -75,111 +75,42 @@ std::vector<std::optional<std::string>> token_bytes(const Tokenizer& tokenizer) 
 
 TokenTrie::TokenTrie(const std::vector<std::optional<std::string>>& bytes, int64_t vocab) : bytes_(bytes), vocab_(vocab) {
   if ((int64_t)bytes_.size() > vocab_) bytes_.resize((size_t)vocab_);
-  nodes_.emplace_back();
-  for (size_t id = 0; id < bytes_.size(); ++id) {
-    if (!bytes_[id] || bytes_[id]->empty()) continue;
-    int32_t n = 0;
-    for (char c : *bytes_[id]) {
-      auto& kids = nodes_[(size_t)n].kids;
-      auto it = std::lower_bound(kids.begin(), kids.end(), (uint8_t)c,
-                                 [](const std::pair<uint8_t, int32_t>& k, uint8_t b) { return k.first < b; });
-      if (it != kids.end() && it->first == (uint8_t)c) {
-        n = it->second;
-      } else {
-        const int32_t child = (int32_t)nodes_.size();
-        kids.insert(it, {(uint8_t)c, child});
-        nodes_.emplace_back();
-        n = child;
-      }
+  // Sorted byte strings list the trie's nodes in pre-order: each string adds the nodes past its
+  // common prefix with the one before (std::string compares bytes as unsigned char, the order of
+  // a trie whose children go by byte).
+  std::vector<int32_t> ids;
+  for (size_t id = 0; id < bytes_.size(); ++id)
+    if (bytes_[id] && !bytes_[id]->empty()) ids.push_back((int32_t)id);
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return *bytes_[(size_t)a] < *bytes_[(size_t)b]; });
+  std::vector<uint32_t> open;  // the current path's nodes, by depth - 1, not yet given their skip
+  const std::string* prev = nullptr;
+  for (int32_t id : ids) {
+    const std::string& s = *bytes_[(size_t)id];
+    size_t common = 0;
+    if (prev)
+      while (common < prev->size() && common < s.size() && (*prev)[common] == s[common]) ++common;
+    while (open.size() > common) {  // the previous path below the common prefix is complete
+      skip_[open.back()] = (uint32_t)byte_.size();
+      open.pop_back();
     }
-    nodes_[(size_t)n].tokens.push_back((int32_t)id);
+    for (size_t d = common; d < s.size(); ++d) {
+      open.push_back((uint32_t)byte_.size());
+      byte_.push_back((uint8_t)s[d]);
+      depth_.push_back((uint32_t)d + 1);
+      skip_.push_back(0);
+      token_begin_.push_back((uint32_t)token_ids_.size());
+    }
+    max_depth_ = std::max(max_depth_, (uint32_t)s.size());
+    token_ids_.push_back(id);  // the last node made: the equal strings before it made no others
+    prev = &s;
   }
+  for (uint32_t n : open) skip_[n] = (uint32_t)byte_.size();
+  token_begin_.push_back((uint32_t)token_ids_.size());
 }
 
 const std::string* TokenTrie::bytes_of(int32_t id) const {
   if (id < 0 || (size_t)id >= bytes_.size() || !bytes_[(size_t)id]) return nullptr;
   return &*bytes_[(size_t)id];
-}
-
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
-                               std::vector<int32_t> end_ids)
-    : grammar_(std::move(grammar)), trie_(std::move(trie)), end_ids_(std::move(end_ids)),
-      state_(GrammarState::start(grammar_->impl())) {}
-
-int32_t GrammarMatcher::step(Walk& w, int32_t state, uint8_t byte) const {
-  const size_t k = (size_t)state * 256 + byte;
-  if (w.next[k] != -3) return w.next[k];
-  if (w.states.size() >= grammar_->impl().limits.max_walk_states) return -2;
-  GrammarState n = w.states[(size_t)state];
-  int32_t id = -1;
-  if (n.feed(grammar_->impl(), byte)) {
-    std::string key = n.key();
-    auto [it, fresh] = w.ids.emplace(std::move(key), (int32_t)w.states.size());
-    if (fresh) {
-      w.states.push_back(std::move(n));
-      w.next.resize(w.states.size() * 256, -3);
-    }
-    id = it->second;
-  }
-  w.next[k] = id;
-  return id;
-}
-
-void GrammarMatcher::walk(Walk& w, int32_t node, int32_t state, std::vector<uint64_t>& mask) const {
-  for (const auto& [byte, child] : trie_->nodes()[(size_t)node].kids) {
-    const int32_t next = step(w, state, byte);
-    if (next == -2) {  // the tables are full: this subtree without them
-      GrammarState n = w.states[(size_t)state];
-      if (!n.feed(grammar_->impl(), byte)) continue;
-      for (int32_t id : trie_->nodes()[(size_t)child].tokens) mask[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
-      walk_plain(child, n, mask);
-      continue;
-    }
-    if (next < 0) continue;  // no token below this node can match: prune
-    for (int32_t id : trie_->nodes()[(size_t)child].tokens) mask[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
-    walk(w, child, next, mask);
-  }
-}
-
-void GrammarMatcher::walk_plain(int32_t node, const GrammarState& state, std::vector<uint64_t>& mask) const {
-  for (const auto& [byte, child] : trie_->nodes()[(size_t)node].kids) {
-    GrammarState n = state;
-    if (!n.feed(grammar_->impl(), byte)) continue;
-    for (int32_t id : trie_->nodes()[(size_t)child].tokens) mask[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
-    walk_plain(child, n, mask);
-  }
-}
-
-const std::vector<uint64_t>& GrammarMatcher::allowed() {
-  if (current_) return *current_;
-  const std::string key = state_.key();
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    current_ = it->second;
-    return *current_;
-  }
-  auto mask = std::make_shared<std::vector<uint64_t>>(((size_t)trie_->vocab() + 63) / 64, 0);
-  Walk w;
-  w.states.push_back(state_);
-  w.ids.emplace(key, 0);
-  w.next.assign(256, -3);
-  walk(w, 0, 0, *mask);
-  if (state_.accepting())
-    for (int32_t id : end_ids_)
-      if (id >= 0 && id < trie_->vocab()) (*mask)[(size_t)id >> 6] |= uint64_t{1} << (id & 63);
-  if (cache_.size() >= 1024) cache_.clear();  // a bound on memory: ~19 kB a mask at 150k tokens
-  cache_.emplace(key, mask);
-  current_ = mask;
-  return *current_;
-}
-
-void GrammarMatcher::accept(int32_t token) {
-  if (std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end() && state_.accepting()) return;
-  const std::string* bytes = trie_->bytes_of(token);
-  GrammarState next = state_;
-  if (!bytes || !next.feed(grammar_->impl(), *bytes))
-    throw Error(ErrorCode::kValue, "grammar: token " + std::to_string(token) + " does not continue the grammar here");
-  state_ = std::move(next);
-  current_.reset();
 }
 
 }  // namespace spore::nlp::detail

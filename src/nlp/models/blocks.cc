@@ -101,17 +101,18 @@ namespace {
 // q/k/v projections (+ biases, + per-head norms), then the rope on q and k.
 void plain_qkv(const LayerWeights& w, const AttentionOptions& o, const BlockDims& d, const Tensor& x, int64_t N,
                const Tensor& pos, const Tensor& inv, const RopeOptions& ro, bool ggml, Tensor& q, Tensor& k,
-               Tensor& v) {
+               Tensor& v, const lora::LayerLora& lora) {
+  using P = LoraProjection;
   if (o.fused_qkv) {  // columns [q | k | v] of one product
-    const Tensor qkv = linear(x, w.qkv, ggml);
+    const Tensor qkv = lora.apply(x, linear(x, w.qkv, ggml), P::kQkv);
     const int64_t nq = d.heads * d.head_dim, nk = d.kv_heads * d.head_dim;
     q = slice(qkv, 1, 0, nq).contiguous();
     k = slice(qkv, 1, nq, nq + nk).contiguous();
     v = slice(qkv, 1, nq + nk, nq + 2 * nk).contiguous();
   } else {
-    q = linear(x, w.q, ggml);
-    k = linear(x, w.k, ggml);
-    v = linear(x, w.v, ggml);
+    q = lora.apply(x, linear(x, w.q, ggml), P::kQ);
+    k = lora.apply(x, linear(x, w.k, ggml), P::kK);
+    v = lora.apply(x, linear(x, w.v, ggml), P::kV);
   }
   if (w.q_bias.defined()) {
     q = add(q, w.q_bias);
@@ -157,22 +158,25 @@ void latent_qkv(const LayerWeights& w, const LatentOptions& m, const BlockDims& 
 
 void attention_qkv(const LayerWeights& w, const AttentionOptions& o, const BlockDims& d, const Tensor& x, int64_t N,
                    const Tensor& pos, const Tensor& inv, const RopeOptions& ro, bool ggml, Tensor& q, Tensor& k,
-                   Tensor& v) {
+                   Tensor& v, const lora::LayerLora& lora) {
   if (o.latent.kv_lora_rank > 0)
     latent_qkv(w, o.latent, d, x, N, pos, inv, ro, q, k, v);
   else
-    plain_qkv(w, o, d, x, N, pos, inv, ro, ggml, q, k, v);
+    plain_qkv(w, o, d, x, N, pos, inv, ro, ggml, q, k, v, lora);
 }
 
-Tensor mlp(const LayerWeights& w, const MlpOptions& o, const Tensor& y, bool ggml) {
+Tensor mlp(const LayerWeights& w, const MlpOptions& o, const Tensor& y, bool ggml, const lora::LayerLora& lora) {
+  using P = LoraProjection;
   auto act = [&](const Tensor& t) { return o.activation == Activation::kSilu ? silu(t) : gelu(t, true); };
+  auto down = [&](const Tensor& h) { return lora.apply(h, linear(h, w.down, ggml), P::kDown); };
   if (o.fused_gate_up) {  // columns [gate | up] of one product
-    const Tensor gu = linear(y, w.gate_up, ggml);
+    const Tensor gu = lora.apply(y, linear(y, w.gate_up, ggml), P::kGateUp);
     const int64_t F = gu.size(1) / 2;
-    return linear(mul(act(slice(gu, 1, 0, F).contiguous()), slice(gu, 1, F, 2 * F).contiguous()), w.down, ggml);
+    return down(mul(act(slice(gu, 1, 0, F).contiguous()), slice(gu, 1, F, 2 * F).contiguous()));
   }
-  const Tensor hidden = o.gated ? mul(act(linear(y, w.gate, ggml)), linear(y, w.up, ggml)) : act(linear(y, w.up, ggml));
-  return linear(hidden, w.down, ggml);
+  const Tensor up = lora.apply(y, linear(y, w.up, ggml), P::kUp);
+  const Tensor hidden = o.gated ? mul(act(lora.apply(y, linear(y, w.gate, ggml), P::kGate)), up) : act(up);
+  return down(hidden);
 }
 
 }  // namespace spore::nlp::models

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nlp/lora/lora_batch.h"
 #include "nlp/model_internal.h"
 #include "nlp/models/moe.h"
 #include "spore/llm.h"
@@ -99,11 +100,12 @@ LayerWeights load_layer(WeightStore& ws, const WeightNames& names, bool gguf, in
 Tensor norm(const Tensor& x, const Tensor& weight, const NormOptions& o, bool ggml);
 
 // q [1, N, Hq, D], k [1, N, Hkv, D], v [1, N, Hkv, Dv] from the normed x [N, hidden], the rope
-// applied to q and k (positions `pos`, frequencies `inv`).
+// applied to q and k (positions `pos`, frequencies `inv`). `lora`: the batch's adapters on the
+// q/k/v (or fused qkv) products (NOTE [LoRA adapters]; the latent attention takes none).
 void attention_qkv(const LayerWeights& w, const AttentionOptions& o, const BlockDims& d, const Tensor& x, int64_t N,
                    const Tensor& pos, const Tensor& inv, const RopeOptions& ro, bool ggml, Tensor& q, Tensor& k,
-                   Tensor& v);
+                   Tensor& v, const lora::LayerLora& lora = {});
 
-Tensor mlp(const LayerWeights& w, const MlpOptions& o, const Tensor& y, bool ggml);
+Tensor mlp(const LayerWeights& w, const MlpOptions& o, const Tensor& y, bool ggml, const lora::LayerLora& lora = {});
 
 }  // namespace spore::nlp::models

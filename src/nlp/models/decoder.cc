@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "nlp/lora/lora_batch.h"
 #include "nlp/model_internal.h"
 #include "nlp/models/family.h"
 #include "spore/error.h"
@@ -169,19 +170,22 @@ class DecoderLM final : public CausalLM {
     const Tensor& inv = ggml_factors_.defined() ? ggml_factors_ : long_rope ? long_inv_ : short_inv_;
     const double default_scale = 1.0 / std::sqrt(static_cast<double>(D));
 
+    const lora::LoraBatch adapters(chunks, *this);  // NOTE [LoRA adapters]
     Tensor h = embed_rows(embed_, ids);  // [N, hidden]
     if (spec_.embed_scale != 1.0) h = mul(h, spec_.embed_scale);
     for (int64_t l = 0; l < cfg_.num_layers; ++l) {
       const models::LayerWeights& L = layers_[static_cast<size_t>(l)];
       const models::LayerSpec& S = spec_.layers[static_cast<size_t>(l)];
+      const lora::LayerLora lora{&adapters, l};
       const Tensor x = S.pre_norms ? models::norm(h, L.attn_norm, S.norm, ggml_) : h;
       Tensor q, k, v;  // [1, N, heads, D] (v: Dv), rope applied
       if (S.attention.rope_theta > 0) {
         RopeOptions own = ro;
         own.scale = 1;
-        models::attention_qkv(L, S.attention, dims_, x, N, pos, layer_inv_.at(S.attention.rope_theta), own, ggml_, q, k, v);
+        models::attention_qkv(L, S.attention, dims_, x, N, pos, layer_inv_.at(S.attention.rope_theta), own, ggml_, q, k, v,
+                              lora);
       } else {
-        models::attention_qkv(L, S.attention, dims_, x, N, pos, inv, ro, ggml_, q, k, v);
+        models::attention_qkv(L, S.attention, dims_, x, N, pos, inv, ro, ggml_, q, k, v, lora);
       }
       const double attn_scale = S.attention.scale > 0 ? S.attention.scale : default_scale;
       const Tensor& kc = cache.keys(l);
@@ -195,16 +199,16 @@ class DecoderLM final : public CausalLM {
         kv_cache_write(ks, heads_first(k), ch.position);
         kv_cache_write(vs, heads_first(v), ch.position);
         const Tensor a = attention(heads_first(q), ks, vs, attn_scale, ch.position, ggml_, S.attention.sliding_window,
-                                   S.attention.softcap);  // [1, Hq, len, Dv]
+                                   S.attention.softcap, ch.rows_as_decode);  // [1, Hq, len, Dv]
         outs.push_back(reshape(transpose(a, 1, 2).contiguous(), {len, Hq * Dv}));
         off += len;
       }
       const Tensor attn = outs.size() == 1 ? outs[0] : concat(outs, 0);
-      Tensor attn_out = lin(attn, L.o);
+      Tensor attn_out = lora.apply(attn, lin(attn, L.o), LoraProjection::kO);
       if (S.post_norms) attn_out = models::norm(attn_out, L.post_attn_norm, S.norm, ggml_);
       h = residual(h, attn_out);
       const Tensor y = S.pre_norms ? models::norm(h, L.ffn_norm, S.norm, ggml_) : h;
-      Tensor mlp_out = S.moe.experts > 0 ? models::moe(L.moe, S.moe, y, ggml_) : models::mlp(L, S.mlp, y, ggml_);
+      Tensor mlp_out = S.moe.experts > 0 ? models::moe(L.moe, S.moe, y, ggml_) : models::mlp(L, S.mlp, y, ggml_, lora);
       if (S.post_norms) mlp_out = models::norm(mlp_out, L.post_ffn_norm, S.norm, ggml_);
       h = residual(h, mlp_out);
     }

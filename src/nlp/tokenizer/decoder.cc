@@ -37,13 +37,6 @@ void byte_level(std::vector<std::string>& tokens) {
   tokens.assign(1, utf8_lossy(bytes));
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 void byte_fallback(std::vector<std::string>& tokens) {
   std::vector<std::string> out;
   out.reserve(tokens.size());
@@ -59,9 +52,8 @@ void byte_fallback(std::vector<std::string>& tokens) {
     pending.clear();
   };
   for (std::string& t : tokens) {
-    if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex_digit(t[3]) >= 0 &&
-        hex_digit(t[4]) >= 0) {
-      pending += (char)(hex_digit(t[3]) * 16 + hex_digit(t[4]));
+    if (const int b = byte_token_value(t); b >= 0) {
+      pending += (char)b;
     } else {
       flush();
       out.push_back(std::move(t));

@@ -65,8 +65,7 @@ void read_merges(const GgufFile& g, BpeModel& model) {
 // SentencePiece's byte fallback: the ids of the byte tokens "<0x00>".."<0xFF>".
 void byte_fallback_ids(const std::vector<std::string>& tokens, const std::vector<int64_t>& types, BpeModel& model) {
   for (int b = 0; b < 256; ++b) {
-    static const char hex[] = "0123456789ABCDEF";
-    const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+    const std::string name = byte_token(b);
     model.byte_ids[b] = -1;
     for (size_t id = 0; id < tokens.size() && model.byte_ids[b] < 0; ++id)
       if (types[id] == kByte && tokens[id] == name) model.byte_ids[b] = (int32_t)id;

@@ -224,11 +224,6 @@ void read_post_processor(const Fields& f, const Json& j, const std::string& fiel
   }
 }
 
-std::string byte_token(int b) {
-  static const char hex[] = "0123456789ABCDEF";
-  return std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-}
-
 // model.vocab and model.merges hold nearly all of a tokenizer.json (151 k entries each for
 // Qwen3). Building nlohmann's DOM for them costs a node per entry and most of the load time, so a
 // SAX pass streams exactly those two members into flat vectors and builds the DOM for everything

@@ -149,4 +149,21 @@ std::string bytes_to_byte_level(std::string_view bytes) {
   return out;
 }
 
+std::string byte_token(int b) {
+  static const char hex[] = "0123456789ABCDEF";
+  return std::string("<0x") + hex[(b >> 4) & 15] + hex[b & 15] + ">";
+}
+
+int byte_token_value(std::string_view token) {
+  auto digit = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return -1;
+  const int hi = digit(token[3]), lo = digit(token[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
 }  // namespace spore::nlp::detail

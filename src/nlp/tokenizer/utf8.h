@@ -55,4 +55,9 @@ int unicode_to_byte(uint32_t cp);
 // The byte-level spelling of raw bytes (each byte as its table character, UTF-8 encoded).
 std::string bytes_to_byte_level(std::string_view bytes);
 
+// SentencePiece's byte-fallback token for byte `b`: "<0xHH>", upper-case hex.
+std::string byte_token(int b);
+// The byte a "<0xHH>" token stands for (either case of hex digit), or -1 for any other string.
+int byte_token_value(std::string_view token);
+
 }  // namespace spore::nlp::detail
