@@ -117,5 +117,34 @@ TEST(ThreadPool, CoversTheRangeOnceAndPropagatesErrors) {
   EXPECT_EQ(total.load(), 5000);
 }
 
+// Callers on several threads take the pool turn by turn with short regions, so a region often
+// starts just as the previous one's helpers leave it. Each caller's chunks must reach its own
+// function only, exactly once each. Before the pool stayed taken until the last helper had left,
+// a new region could be set up under a departing helper: indices were run twice or not at all,
+// or a worker called the null function the previous caller had left behind (a segfault).
+TEST(ThreadPool, CallersOnManyThreadsEachRunTheirOwnChunksOnce) {
+  ContextGuard guard;
+  set_num_threads(3);
+  constexpr int kCallers = 4, kRegions = 3000;
+  constexpr int64_t kN = 48;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&failures] {
+      std::vector<std::atomic<int>> hits(kN);
+      for (int r = 0; r < kRegions && failures.load() == 0; ++r) {
+        for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+        cpu::parallel_for(kN, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+        });
+        for (auto& h : hits)
+          if (h.load(std::memory_order_relaxed) != 1) failures++;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
 }  // namespace
 }  // namespace spore

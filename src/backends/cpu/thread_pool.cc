@@ -83,11 +83,17 @@ class Pool {
   }
 
   // Runs chunks [0, chunks) of fn with up to `team` threads, the caller included. False when
-  // another region is running (the caller then runs its loop serially).
+  // another region is running (the caller then runs its loop serially). A region is running from
+  // here until its last helper has left work(), not just while it is open: a second caller that
+  // took the pool once the first had closed its region, but before that region's helpers had
+  // left, would reset next_, fn_ and chunks_ under their feet, and the first caller's clean-up
+  // (fn_ = nullptr) would land in the second's region (a worker then called a null function:
+  // the segfault of two models' engines stepping at once in `spore serve`).
   bool run(int team, int64_t n, int64_t per, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn) {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock() || open_) return false;
+    if (!lock.owns_lock() || busy_) return false;
     grow(team - 1);
+    busy_ = true;
     fn_ = &fn;
     n_ = n;
     per_ = per;
@@ -111,6 +117,7 @@ class Pool {
     std::exception_ptr e = error_;
     error_ = nullptr;
     fn_ = nullptr;
+    busy_ = false;
     lock.unlock();
     if (e) std::rethrow_exception(e);
     return true;
@@ -167,8 +174,9 @@ class Pool {
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> generation_{0};
   int sleepers_ = 0;
-  // The open region (with mu_ held, but next_, which the chunks race for).
-  bool open_ = false;
+  // The region (with mu_ held, but next_, which the chunks race for). busy_: a caller is inside
+  // run(); open_: helpers may still join.
+  bool busy_ = false, open_ = false;
   int helpers_wanted_ = 0, helpers_joined_ = 0;
   std::atomic<int> helpers_in_{0};  // workers inside work() now
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
