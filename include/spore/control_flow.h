@@ -36,8 +36,8 @@ struct WhileOptions {
 // body_fn are each traced once from the state's signature into subgraphs of one `while_loop`
 // node, which the graph executor runs until the condition is false, so the trip count may
 // change between calls without re-tracing. Tensors the functions read but did not receive
-// become extra inputs of the node. A traced loop holds at most 4 state tensors, and reverse-mode
-// gradients through it are refused at trace time (as JAX does): loop a fixed number of times in
+// become extra inputs of the node. A traced loop holds any number of state tensors (up to
+// kMaxControlResults), and reverse-mode gradients through it are refused at trace time (as JAX does): loop a fixed number of times in
 // C++ (the trace unrolls it) or use cond. See NOTE [Control flow].
 std::vector<Tensor> while_loop(const BranchFn& cond_fn, const BranchFn& body_fn, std::vector<Tensor> state,
                                const WhileOptions& options = {});

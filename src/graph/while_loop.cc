@@ -6,6 +6,7 @@
 
 #include "graph/tracer.h"
 #include "spore/control_flow.h"
+#include "spore/control_ops.h"
 #include "spore/error.h"
 #include "spore/jit.h"
 #include "spore/node.h"
@@ -122,11 +123,10 @@ void check_pure(const graph::Trace& t, const char* what) {
 std::vector<Tensor> trace_loop(const BranchFn& cond_fn, const BranchFn& body_fn, const std::vector<Tensor>& state,
                                int64_t max_iterations) {
   const OpDef& def = op_def(OpId::k_while_loop);
-  if ((int)state.size() > Inference::kMaxOutputs)
-    throw Error(ErrorCode::kValue, "while_loop: a compiled loop carries at most " +
-                                       std::to_string(Inference::kMaxOutputs) + " state tensors, got " +
-                                       std::to_string(state.size()) +
-                                       "; stack related state into one tensor (spore::stack) or run eagerly");
+  if ((int64_t)state.size() > kMaxControlResults)
+    throw Error(ErrorCode::kValue, "while_loop: a compiled loop carries at most " + std::to_string(kMaxControlResults) +
+                                       " state tensors, got " + std::to_string(state.size()) +
+                                       "; stack related state into fewer tensors (spore::stack) or run eagerly");
   graph::Trace cond = graph::trace_subgraph(
       [&](const std::vector<Tensor>& s) { return std::vector<Tensor>{checked_condition(cond_fn, s)}; }, state,
       "while_loop condition");
@@ -152,8 +152,9 @@ std::vector<Tensor> trace_loop(const BranchFn& cond_fn, const BranchFn& body_fn,
   std::vector<Tensor> inputs = state;
   inputs.insert(inputs.end(), invariants.begin(), invariants.end());
   const Attrs attrs = Attrs::of(int64_t(state.size()), max_iterations);
-  Inference inf;
-  def.infer(InferArgs{def, inputs, attrs}, inf);  // the op's own checks, as dispatch would run them
+  // The op's own checks, as planning the node runs them (NOTE [Control-flow results]: any number
+  // of state tensors, not only what Inference's fixed array holds).
+  (void)control_results(def, inputs, attrs);
 
   // This call's answer: the loop run eagerly, unseen by the trace (the node stands for it).
   // The node's outputs must be tensors of their own: a loop that ran zero times (or a body that
