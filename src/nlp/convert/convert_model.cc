@@ -359,13 +359,17 @@ ConvertReport convert_hf_to_gguf(const fs::path& dir, const fs::path& out, const
       continue;
     }
     const std::string* name = &mapped->first;
-    Plan p{*name, hf};
+    Plan p;
+    p.gguf = *name;
+    p.hf = hf;
     if (arch.permute_qk && (hf.find("q_proj.") != std::string::npos)) p.permute_heads = heads;
     if (arch.permute_qk && (hf.find("k_proj.") != std::string::npos)) p.permute_heads = kv_heads;
     plans.push_back(std::move(p));
   }
   for (auto& [gname, members] : stacks) {
-    Plan p{gname, members.begin()->second};
+    Plan p;
+    p.gguf = gname;
+    p.hf = members.begin()->second;
     for (int64_t e = 0; e < experts; ++e) {
       const auto it = members.find(e);
       if (it == members.end())
