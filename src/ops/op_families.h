@@ -34,6 +34,7 @@ void define_optim_ops(OpTable& table);
 void define_fused_ops(OpTable& table);  // fused_elementwise
 void define_llm_ops(OpTable& table);    // llm.cc
 void define_quant_ops(OpTable& table);  // quant.cc
+void define_int8_ops(OpTable& table);   // int8.cc: dynamic_quant_matmul
 void define_control_ops(OpTable& table);  // control.cc: while_loop
 void define_collective_ops(OpTable& table);  // collective.cc (NOTE [Collective ops])
 

@@ -30,6 +30,7 @@ ops::OpTable* build_table() {
   ops::define_fused_ops(*t);
   ops::define_llm_ops(*t);
   ops::define_quant_ops(*t);
+  ops::define_int8_ops(*t);
   ops::define_control_ops(*t);
   ops::define_collective_ops(*t);
   // An op listed but not defined keeps its name and fails when dispatched; the registry test

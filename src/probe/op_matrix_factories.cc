@@ -8,6 +8,7 @@
 #include <string>
 
 #include "spore/context.h"
+#include "spore/int8.h"
 #include "spore/llm.h"
 #include "spore/op_registry.h"
 #include "spore/ops.h"
@@ -474,6 +475,28 @@ FactoryTable build() {
     c.run = [t](const std::vector<Tensor>& x, bool ref) {
       if (!ref || t == DType::kFloat64) return matmul_q(x[0], x[1], "q8_0");
       return matmul(x[0], transpose(q8_0_sample_dequantized(x[1]), 0, 1));
+    };
+    return c;
+  };
+  // x on the grid (q - 51) / 51 with -1 and 4 present, so its dynamic uint8 quantization (scale
+  // 1/51, zero point 51) is exact; int8 weights with per-column scales of powers of two. The
+  // float64 reference is then x times the dequantised weight, the op's exact answer.
+  f[OpId::k_dynamic_quant_matmul] = [](DType t) -> std::optional<OpCase> {
+    if (t != DType::kFloat32) return std::nullopt;
+    OpCase c;
+    std::vector<double> xv(3 * 8);
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = (double)((int)((i * 37) % 256) - 51) / 51.0;
+    xv[0] = -1.0;
+    xv[1] = 4.0;
+    std::vector<int8_t> wq(8 * 4);
+    for (size_t i = 0; i < wq.size(); ++i) wq[i] = (int8_t)((int)((i * 53) % 255) - 127);
+    const Tensor w = Tensor::from_vector<int8_t>(wq, Shape{8, 4});
+    const Tensor s = Tensor::from_vector<float>({0.5f, 0.25f, 1.0f, 0.125f}, Shape{4});
+    c.inputs = {mk(xv, Shape{3, 8}, t), w, s};
+    c.ref_inputs = {mk(xv, Shape{3, 8}, DType::kFloat64), w, s};
+    c.run = [](const std::vector<Tensor>& x, bool ref) {
+      if (!ref) return dynamic_quant_matmul(x[0], x[1], x[2]);
+      return matmul(x[0], mul(x[1].to(DType::kFloat64), x[2].to(DType::kFloat64)));
     };
     return c;
   };

@@ -43,6 +43,7 @@ void register_cpu_kernels() {
   register_optim_kernels();
   register_fused_kernels();
   register_llm_kernels();
+  register_int8_kernels();
   register_llm_grad_kernels();
   register_collective_kernels();
 }

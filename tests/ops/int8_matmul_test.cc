@@ -1,0 +1,135 @@
+// dynamic_quant_matmul (NOTE [Dynamic int8 products]) against the ONNX definitions written out here
+// once more: DynamicQuantizeLinear's scale and zero point in float32, the quantized values, the
+// integer sums in int64 and one float product with x_scale * w_scale[j]. The op's own helpers are
+// not used for the reference. Shapes from one value to a BERT-base projection.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "spore/context.h"
+#include "spore/int8.h"
+#include "spore/ops.h"
+#include "test_util.h"
+
+namespace spore {
+namespace {
+
+using test::expect_error;
+
+// ONNX DynamicQuantizeLinear, as its specification writes it.
+std::vector<int64_t> onnx_dynamic_quantize(const std::vector<float>& x, float& scale, int64_t& zero_point) {
+  float lo = 0, hi = 0;
+  for (float v : x) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  scale = (hi - lo) / 255.0f;
+  std::vector<int64_t> q(x.size(), 0);
+  zero_point = 0;
+  if (scale == 0) return q;
+  zero_point = (int64_t)std::clamp(std::nearbyint((0.0f - lo) / scale), 0.0f, 255.0f);
+  for (size_t i = 0; i < x.size(); ++i)
+    q[i] = (int64_t)std::clamp(std::nearbyint(x[i] / scale) + (float)zero_point, 0.0f, 255.0f);
+  return q;
+}
+
+std::vector<float> reference(const std::vector<float>& x, const std::vector<int8_t>& w, const std::vector<float>& ws,
+                             int64_t m, int64_t k, int64_t n) {
+  float xs;
+  int64_t zp;
+  const std::vector<int64_t> q = onnx_dynamic_quantize(x, xs, zp);
+  std::vector<float> y((size_t)(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += (q[(size_t)(i * k + p)] - zp) * (int64_t)w[(size_t)(p * n + j)];
+      const float s = xs * ws[ws.size() == 1 ? 0 : (size_t)j];
+      y[(size_t)(i * n + j)] = s * (float)acc;
+    }
+  return y;
+}
+
+void check(int64_t m, int64_t k, int64_t n, float lo, float hi, bool one_scale, int threads, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n << " x in [" << lo << ", " << hi << "], threads "
+                                    << threads);
+  ContextScope scope([&] {
+    ContextSettings s = context();
+    s.num_threads = threads;
+    return s;
+  }());
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> xd(lo, hi);
+  std::uniform_int_distribution<int> wd(-127, 127);
+  std::uniform_real_distribution<float> sd(0.001f, 0.05f);
+  std::vector<float> x((size_t)(m * k)), ws(one_scale ? 1 : (size_t)n);
+  std::vector<int8_t> w((size_t)(k * n));
+  for (float& v : x) v = xd(g);
+  for (int8_t& v : w) v = (int8_t)wd(g);
+  for (float& v : ws) v = sd(g);
+  const Tensor y = dynamic_quant_matmul(Tensor::from_vector(x, Shape{m, k}), Tensor::from_vector(w, Shape{k, n}),
+                                        Tensor::from_vector(ws, Shape{(int64_t)ws.size()}));
+  ASSERT_EQ(y.shape(), (Shape{m, n}));
+  ASSERT_EQ(y.dtype(), DType::kFloat32);
+  const std::vector<float> got = y.to_vector<float>(), want = reference(x, w, ws, m, k, n);
+  double worst = 0, scale = 1e-30;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, (double)std::fabs(got[i] - want[i]));
+    scale = std::max(scale, (double)std::fabs(want[i]));
+  }
+  // The sums are exact integers; below 2^24 their float conversion is exact too, so the one
+  // rounding is the scale product, the same on both sides.
+  if (255.0 * 127.0 * (double)k < 16777216.0) EXPECT_EQ(worst, 0.0) << "largest |y| " << scale;
+  else EXPECT_LE(worst / scale, 1e-6);
+}
+
+TEST(DynamicQuantMatmul, EqualsOnnxDefinitionAtEveryShape) {
+  check(1, 1, 1, -1, 1, false, 1, 1);
+  check(3, 5, 7, -2, 3, false, 1, 2);
+  check(17, 64, 33, -0.5f, 4, true, 2, 3);
+  check(2, 300, 5, 0.25f, 1, false, 1, 4);     // positive only: the range still holds 0
+  check(4, 40, 9, -3, -0.5f, false, 2, 5);     // negative only: zero point 255
+  check(128, 768, 96, -4, 4, false, 2, 6);     // a BERT-base projection's rows
+  check(9, 4096, 16, -1, 1, false, 1, 7);      // sums past 2^24
+}
+
+TEST(DynamicQuantMatmul, AllZeroActivationsGiveZeros) {
+  const Tensor y = dynamic_quant_matmul(zeros({2, 8}), Tensor::from_vector<int8_t>(std::vector<int8_t>(8 * 3, 5), Shape{8, 3}),
+                                        Tensor::from_vector<float>({0.5f, 1.0f, 2.0f}, Shape{3}));
+  for (float v : y.to_vector<float>()) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(DynamicQuantMatmul, RefusesBadInputsByName) {
+  const Tensor w = Tensor::from_vector<int8_t>(std::vector<int8_t>(4 * 3, 1), Shape{4, 3});
+  const Tensor s = ones({3});
+  expect_error([&] { dynamic_quant_matmul(ones({2, 5}), w, s); }, ErrorCode::kShape, "dynamic_quant_matmul", "k differs");
+  expect_error([&] { dynamic_quant_matmul(ones({2, 4}), w.to(DType::kFloat32), s); }, ErrorCode::kDType, "int8");
+  expect_error([&] { dynamic_quant_matmul(ones({2, 4}), w, ones({2})); }, ErrorCode::kShape, "scale");
+  expect_error([&] { dynamic_quant_matmul(ones({2, 2, 4}), w, s); }, ErrorCode::kDType, "[m, k]");
+  Tensor x = ones({2, 4});
+  x.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  expect_error([&] { dynamic_quant_matmul(x, w, s); }, ErrorCode::kValue, "not finite");
+  x.data<float>()[3] = std::numeric_limits<float>::infinity();
+  expect_error([&] { dynamic_quant_matmul(x, w, s); }, ErrorCode::kValue, "not finite");
+}
+
+// The weight rule, written out: per column, scale = max|w| / 127 and q = round half to even.
+TEST(DynamicQuantMatmul, WeightsQuantizePerColumnSymmetrically) {
+  const std::vector<float> v = {1.27f, -0.5f, 0.0f, 0.005f, -2.54f, 0.0f, 0.635f, 1.0f, 0.0f};  // [3, 3]
+  const Int8Weight q = quantize_weight_per_column(Tensor::from_vector(v, Shape{3, 3}));
+  const std::vector<float> s = q.scale.to_vector<float>();
+  EXPECT_FLOAT_EQ(s[0], 1.27f / 127);
+  EXPECT_FLOAT_EQ(s[1], 2.54f / 127);
+  EXPECT_EQ(s[2], 1.0f);  // an all-zero column
+  const std::vector<int8_t> w = q.q.to_vector<int8_t>();
+  EXPECT_EQ(w[0], 127);
+  EXPECT_EQ(w[3], 0);  // 0.005 / 0.01 = 0.5: half to even
+  EXPECT_EQ(w[4], -127);
+  EXPECT_EQ(w[6], 64);  // 0.635 / 0.01 = 63.5: half to even
+  EXPECT_EQ(w[1], -25);
+  expect_error([&] { quantize_weight_per_column(ones({2, 2, 2})); }, ErrorCode::kShape, "[k, n]");
+}
+
+}  // namespace
+}  // namespace spore
