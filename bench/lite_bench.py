@@ -2,11 +2,13 @@
 """Spore Lite against ONNX Runtime (issue 10, Benchmarks): MobileNetV2 224x224 at batch 1 and 8
 and 1 and 2 threads, on Spore's own IR and on the ONNX file of the same network; start-up
 (build_from_file to the first prediction against ORT session creation plus its first run); a
-BERT-base encoder layer (sequence 128, hidden 768, 12 heads, FFN 3072) as ONNX; the stripped size
+BERT-base encoder layer (sequence 128, hidden 768, 12 heads, FFN 3072) as ONNX; the same layer
+quantized to int8 by `spore lite quantize` (NOTE [Dynamic int8 products]: its speed-up over float32
+in Lite, its error against float32, and ONNX Runtime on the same int8 file); the stripped size
 of libspore_lite.a.
 
 usage: .venv-peers/bin/python bench/lite_bench.py [--build build/release] [--rounds 5]
-                                                  [--threads 1 2] [--only mobilenet|bert|startup]
+                                                  [--threads 1 2] [--only mobilenet|bert|quantize|startup]
                                                   [--spin] [--write-readme]
 
 The models are made once into build/<preset>/bench/lite_bench_models/ (MobileNetV2 by
@@ -177,6 +179,23 @@ def check_outputs(exe, model, tol):
                 raise SystemExit(f"{model[:-5] + ext}: Lite's output differs from ONNX Runtime's by {err:g} > {tol:g}")
 
 
+def relative_error(exe, model, reference):
+    """Lite's output 0 of `model` against `reference`'s on one input: max |a - b| / max |b|."""
+    sess = ort_session(reference, 1)
+    feeds = feeds_for(sess)
+    outs = []
+    with tempfile.TemporaryDirectory() as d:
+        ins = []
+        for k, arr in enumerate(feeds.values()):
+            ins.append(os.path.join(d, f"in{k}.f32"))
+            np.ascontiguousarray(arr, np.float32).tofile(ins[-1])
+        for m in (model, reference):
+            out = os.path.join(d, "out.f32")
+            subprocess.run([exe, "run", m, "1", *ins, "--out", out], check=True, env=LITE_ENV)
+            outs.append(np.fromfile(out, np.float32).astype(np.float64))
+    return float(np.max(np.abs(outs[0] - outs[1])) / np.max(np.abs(outs[1])))
+
+
 def interleave(engines, rounds, iters):
     """engines: name -> engine. Returns name -> (median wall ms, median cpu ms)."""
     samples = {k: [] for k in engines}
@@ -222,7 +241,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build/release"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--only", choices=["mobilenet", "bert", "startup"], action="append")
+    ap.add_argument("--only", choices=["mobilenet", "bert", "quantize", "startup"], action="append")
     ap.add_argument("--write-readme", action="store_true")
     ap.add_argument("--spin", action="store_true", help="let idle worker threads spin (both engines' default)")
     a = ap.parse_args()
@@ -232,7 +251,7 @@ def main():
     # spinning worker burns the time slice its busy partner needs (libgomp's spinning made Lite's
     # 2-thread MobileNetV2 100x slower at load 15 here; ONNX Runtime's slowed it too).
     LITE_ENV["OMP_WAIT_POLICY"] = "active" if a.spin else "passive"
-    only = set(a.only or ["mobilenet", "bert", "startup"])
+    only = set(a.only or ["mobilenet", "bert", "quantize", "startup"])
     exe = os.path.join(a.build, "bench/lite_bench")
     if not os.path.exists(exe):
         sys.exit(f"{exe} is missing: cmake --build {a.build} --target lite_bench lite_models (configure with -DSPORE_BUILD_BENCH=ON)")
@@ -247,6 +266,7 @@ def main():
         bert_layer(bert)
     load0 = open("/proc/loadavg").read().split()[:3]
     rows = []  # (row, lite wall, lite cpu, ort wall, ort cpu)
+    quant = []  # lines about the int8 layer against float32
 
     if "mobilenet" in only:
         for b in (1, 8):
@@ -270,6 +290,26 @@ def main():
                 e.close()
             rows.append((f"BERT-base layer s128, {t} thread{'s' * (t > 1)}", *med["onnx"], *med["ort"]))
             print_row(rows[-1])
+    if "quantize" in only:
+        q = os.path.join(models, "bert_layer.int8.onnx")
+        subprocess.run([os.path.join(a.build, "bin/spore"), "lite", "quantize", bert, "--out", q], check=True,
+                       capture_output=True)
+        check_outputs(exe, q, 2e-2)  # Lite and ORT on the same int8 file (their GELU and LayerNorm differ)
+        err = relative_error(exe, q, bert)
+        quant.append(f"int8 against float32 in Lite: max |y_int8 - y_f32| / max |y_f32| = {err * 100:.2f}% (target < 2%)")
+        print(quant[-1])
+        for t in a.threads:
+            eng = {"f32": Lite(exe, bert, t), "int8": Lite(exe, q, t), "ort_f32": Ort(bert, t), "ort_int8": Ort(q, t)}
+            med = interleave(eng, a.rounds, 2)
+            for e in eng.values():
+                e.close()
+            rows.append((f"BERT-base layer s128 int8, {t} thread{'s' * (t > 1)}", *med["int8"], *med["ort_int8"]))
+            print_row(rows[-1])
+            up, ort_up = med["f32"][0] / med["int8"][0], med["ort_f32"][0] / med["ort_int8"][0]
+            met = "" if t != 1 else (" (target 1.5x: met)" if up >= 1.5 else " (target 1.5x: **missed**)")
+            quant.append(f"{t} thread{'s' * (t > 1)}: Lite int8 {up:.2f}x faster than Lite float32{met}; "
+                         f"ONNX Runtime on the same file {ort_up:.2f}x faster than on float32")
+            print(quant[-1])
     if "startup" in only:
         t = a.threads[0]
         med = startup_rows(exe, os.path.join(models, "mobilenetv2_b1"), t, a.rounds)
@@ -282,7 +322,7 @@ def main():
     load1 = open("/proc/loadavg").read().split()[:3]
     print(f"load average before {' '.join(load0)}, after {' '.join(load1)}")
     if a.write_readme:
-        write_readme(rows, libs, load0, load1, a)
+        write_readme(rows, libs, load0, load1, a, quant)
 
 
 def print_row(r):
@@ -290,7 +330,7 @@ def print_row(r):
     print(f"{name:52s} Lite {lw:8.2f} ms (cpu {lc:8.2f})  ORT {ow:8.2f} ms (cpu {oc:8.2f})  ratio {ow / lw:5.2f} (cpu {oc / lc:5.2f})")
 
 
-def write_readme(rows, libs, load0, load1, a):
+def write_readme(rows, libs, load0, load1, a, quant):
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
     flags = open("/proc/cpuinfo").read()
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
@@ -314,6 +354,8 @@ def write_readme(rows, libs, load0, load1, a):
     out.append("")
     for name, (full, stripped) in libs.items():
         out.append(f"- `{name}`: {full / 1e6:.2f} MB, {stripped / 1e6:.2f} MB stripped (`strip --strip-unneeded`)")
+    if quant:
+        out += ["", "`spore lite quantize` on the BERT-base layer (issue 26, item 5):", ""] + [f"- {q}" for q in quant]
     out += ["", "Rows missing the 1.0x target on wall time: " + ("; ".join(missed) if missed else "none") + ".", "", END]
     path = os.path.join(ROOT, "bench/README.md")
     text = open(path).read()

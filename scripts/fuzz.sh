@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
 [ $# -gt 0 ] && shift
-all=(npy idx csv_plain csv_gzip safetensors_bytes safetensors_file checkpoint report_show report_validate ir fused_program chat_template tokenizer_json tokenizer_encode gguf model_config onnx hub_json generate_stop serve_request mindir ms_ckpt gate_response http_request grammar json_schema embedding_request finetune_jsonl lora_adapter)
+all=(npy idx csv_plain csv_gzip safetensors_bytes safetensors_file checkpoint report_show report_validate ir fused_program chat_template tokenizer_json tokenizer_encode gguf model_config onnx hub_json generate_stop serve_request mindir ms_ckpt gate_response http_request grammar json_schema embedding_request finetune_jsonl lora_adapter lite_quantize)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 

@@ -204,12 +204,54 @@ DynamicQuant dynamic_quantize(NodeCtx& c, uint32_t input) {
   return {y, scale, zpi};
 }
 
+// com.microsoft DynamicQuantizeMatMul (ONNX Runtime's contrib op, and what `spore lite quantize`
+// writes): A quantized per tensor at run time (DynamicQuantizeLinear), times B, times
+// a_scale * b_scale, plus the bias. A constant int8 B with a zero zero point runs
+// dynamic_quant_matmul (oneDNN's integer product, NOTE [Dynamic int8 products]); any other B
+// (uint8, a zero point, computed) is taken by the definition, MatMulInteger's exact float64 sums.
+std::vector<uint32_t> dynamic_quantize_matmul(NodeCtx& c) {
+  Mapper& m = c.m;
+  if (!is_floating(m.dtype(c.at(0)))) c.bad("A must be floating-point");
+  const uint32_t a = m.cast_to(c, c.at(0), DType::kFloat32), b = c.at(1);
+  const Shape as = m.shape(a), bs = m.shape(b);
+  if (bs.ndim() != 2) c.unsupported("DynamicQuantizeMatMul with a " + std::to_string(bs.ndim()) + "-D B");
+  range_of(c, m.dtype(b));
+  if (as.ndim() < 1 || as[as.ndim() - 1] != bs[0] || bs[0] == 0)
+    c.bad("A " + as.str() + " does not take B " + bs.str() + " (A's last extent must be B's first)");
+  const int64_t k = bs[0], n = bs[1];
+  const uint32_t scale = m.cast_to(c, c.at(2), DType::kFloat32);
+  const int64_t ns = m.shape(scale).numel();
+  if (ns != 1 && ns != n) c.bad("b_scale holds " + std::to_string(ns) + " values; B has " + std::to_string(n) + " columns");
+  bool zero_point_zero = true;
+  if (c.given(3)) {
+    if (!m.is_constant(c.at(3))) c.unsupported("a b_zero_point computed at run time");
+    for (double v : m.float_data(c, c.at(3), "b_zero_point")) zero_point_zero = zero_point_zero && v == 0;
+  }
+  std::vector<int64_t> out_shape(as.begin(), as.end());
+  out_shape.back() = n;
+  uint32_t y;
+  if (m.dtype(b) == DType::kInt8 && zero_point_zero && m.is_constant(b)) {
+    const uint32_t x2 = m.reshape(c, a, {as.numel() / k, k});
+    y = m.emit(c, OpId::k_dynamic_quant_matmul, {x2, b, m.reshape(c, scale, {ns})});
+    y = m.reshape(c, y, out_shape);
+  } else {
+    const DynamicQuant q = dynamic_quantize(c, a);
+    NodeCtx integer{c.m, c.node, {q.q, b, q.zero_point, c.given(3) ? c.at(3) : kNone}, c.where};
+    const uint32_t acc = m.cast_to(c, matmul_integer(integer)[0], DType::kFloat32);
+    const uint32_t both = m.emit(c, OpId::k_mul, {q.scale, m.reshape(c, scale, {ns})});
+    y = m.emit(c, OpId::k_mul, {acc, both});
+  }
+  if (c.given(4)) y = m.emit(c, OpId::k_add, {y, m.cast_to(c, c.at(4), DType::kFloat32)});
+  return {y};
+}
+
 void add_quantize_ops(HandlerTable& t) {
   t["QuantizeLinear"] = quantize_linear;
   t["DequantizeLinear"] = dequantize_linear;
   t["DynamicQuantizeLinear"] = dynamic_quantize_linear;
   t["MatMulInteger"] = matmul_integer;
   t["QLinearMatMul"] = qlinear_matmul;
+  t["com.microsoft/DynamicQuantizeMatMul"] = dynamic_quantize_matmul;
   t["ConvInteger"] = conv_integer(t.at("Conv"), false);
   t["QLinearConv"] = conv_integer(t.at("Conv"), true);
 }

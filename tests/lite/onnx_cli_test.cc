@@ -1,12 +1,15 @@
 // `spore lite run model.onnx --input NAME=FILE.npy --output DIR` (NOTE [ONNX]): an ONNX node-test
 // case from the committed subset, run through the command line, writes ONNX's expected output.
+// `spore lite quantize FILE --out OUT` (NOTE [Dynamic int8 products]) writes a model that runs.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "../io/io_test_util.h"
 #include "spore/data.h"
+#include "spore/ops.h"
 
 namespace spore::test {
 namespace {
@@ -24,6 +27,24 @@ TEST(OnnxCli, LiteRunRunsAnOnnxFileAndWritesItsOutputs) {
   const Tensor want = data::load_npy((c / "output_0.npy").string());
   EXPECT_EQ(got.shape(), want.shape());
   EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());  // a 3x3 convolution of small integers: exact
+}
+
+TEST(OnnxCli, LiteQuantizeWritesAModelThatLiteRunRuns) {
+  TempDir out;
+  const fs::path q = fs::path(SPORE_SOURCE_DIR) / "tests/fixtures/onnx/quantize";
+  const std::string bin = std::string(SPORE_BINARY_DIR) + "/bin/spore";
+  const std::string quantize = bin + " lite quantize " + (q / "mlp.onnx").string() + " --out " +
+                               (out / "mlp.int8.onnx").string() + " > " + (out / "report.txt").string();
+  ASSERT_EQ(std::system(quantize.c_str()), 0) << quantize;
+  std::ifstream report(out / "report.txt");
+  const std::string text((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("quantized 2 products to int8"), std::string::npos) << text;
+  const std::string run = bin + " lite run " + (out / "mlp.int8.onnx").string() + " --input x=" + (q / "x.npy").string() +
+                          " --output " + out.path().string() + " --repeat 1 > /dev/null";
+  ASSERT_EQ(std::system(run.c_str()), 0) << run;
+  const Tensor got = data::load_npy((out / "y.npy").string()), want = data::load_npy((q / "int8.npy").string());
+  EXPECT_EQ(got.shape(), want.shape());
+  EXPECT_LE(max_abs_diff(got, want), 1e-5);  // ONNX Runtime on the same quantization (|y| < 2)
 }
 
 }  // namespace

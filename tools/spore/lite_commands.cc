@@ -2,6 +2,8 @@
 // command line, times it, and writes each output as .npy (NOTE [Lite runtime]). Output names come
 // from the model file, so each becomes a file name through unique_safe_file_names (NOTE [Safe file
 // names]): an ordinary name "y" is DIR/y.npy, and no name can put a file outside DIR.
+// spore lite quantize IN.onnx --out OUT.onnx: dynamic int8 quantization of the MatMul and Gemm
+// weights (NOTE [Dynamic int8 products]).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "spore/data.h"
 #include "spore/error.h"
 #include "spore/lite.h"
+#include "spore/lite_quantize.h"
 #include "spore/ops.h"
 #include "spore/safe_file_name.h"
 
@@ -140,6 +143,39 @@ int run(const LiteRunOptions& o) {
   return 0;
 }
 
+struct LiteQuantizeOptions {
+  std::string in, out;
+  int64_t min_elements = 0;
+};
+
+std::string mib(int64_t bytes) {
+  char b[32];
+  if (bytes < (1 << 20)) std::snprintf(b, sizeof b, "%.1f KiB", (double)bytes / 1024);
+  else std::snprintf(b, sizeof b, "%.1f MiB", (double)bytes / (1 << 20));
+  return b;
+}
+
+int quantize(const LiteQuantizeOptions& o) {
+  lite::QuantizeOptions q;
+  q.min_elements = o.min_elements;
+  const lite::QuantizeReport r = lite::quantize_onnx(o.in, o.out, q);
+  if (r.quantized == 0) {
+    std::printf("no MatMul or Gemm with a float32 initializer weight was found: %s is written unchanged\n", o.out.c_str());
+  } else {
+    std::printf("quantized %d products to int8 (dynamic, one scale per output column): weights %s -> %s\n", r.quantized,
+                mib(r.weight_bytes_before).c_str(), mib(r.weight_bytes_after).c_str());
+    std::printf("file %s -> %s: %s\n", mib(r.file_bytes_before).c_str(), mib(r.file_bytes_after).c_str(), o.out.c_str());
+  }
+  if (!r.skipped.empty()) {
+    std::printf("left in float32 (%zu):\n", r.skipped.size());
+    for (size_t i = 0; i < r.skipped.size() && i < 20; ++i)
+      std::printf("  node %s (%s): %s\n", shown_name(r.skipped[i].node).c_str(), shown_name(r.skipped[i].op).c_str(),
+                  r.skipped[i].why.c_str());
+    if (r.skipped.size() > 20) std::printf("  ... and %zu more\n", r.skipped.size() - 20);
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_lite_commands(CLI::App& app, Handlers& h) {
@@ -157,6 +193,15 @@ void add_lite_commands(CLI::App& app, Handlers& h) {
   run_cmd->add_option("--target", o->targets, "Targets in order of preference, comma-separated")->capture_default_str();
   run_cmd->add_flag("--zeros", o->zeros, "Fill inputs not given with zeros (timing only)");
   run_cmd->callback([&h, o] { h.action = [o] { return run(*o); }; });
+  auto* quantize_cmd = add_command(*lite_cmd, "quantize",
+                                   "Quantize an ONNX model's MatMul and Gemm weights to int8 (dynamic, per column), "
+                                   "as ONNX Runtime's quantize_dynamic does",
+                                   "spore lite quantize model.onnx --out model.int8.onnx");
+  auto q = std::make_shared<LiteQuantizeOptions>();
+  quantize_cmd->add_option("FILE", q->in, "The float32 ONNX model")->required();
+  quantize_cmd->add_option("--out", q->out, "Where to write the quantized ONNX model")->required();
+  quantize_cmd->add_option("--min-elements", q->min_elements, "Weights smaller than this stay float32")->capture_default_str();
+  quantize_cmd->callback([&h, q] { h.action = [q] { return quantize(*q); }; });
 }
 
 }  // namespace spore::cli
