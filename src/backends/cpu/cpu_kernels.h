@@ -18,7 +18,7 @@ void register_conv_kernels();
 void register_fused_conv_kernels();  // fused_conv2d (NOTE [Lite executor])
 void register_fused_kernels();  // fused_elementwise (NOTE [Elementwise fusion])
 void register_optim_kernels();
-void register_int8_kernels();  // dynamic_quant_matmul (int8_matmul.cc)
+void register_int8_kernels();  // dynamic_quant_matmul (int8_kernels.cc, int8_matmul.inc)
 void register_llm_kernels();  // rms_norm, rope, attention, kv_cache_write, matmul_q
 void register_collective_kernels();  // all_reduce, broadcast, ... (NOTE [Collective ops])
 void register_llm_grad_kernels();  // attention_grad, matmul_q_grad, float64 matmul_q (NOTE [LLM gradients])
