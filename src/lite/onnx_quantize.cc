@@ -97,14 +97,13 @@ std::string quantize_onnx_bytes(std::span<const uint8_t> bytes, const std::strin
     init[g.initializer(i).name()] = i;
     taken.insert(g.initializer(i).name());
   }
-  std::map<std::string, int> readers;  // how many main-graph inputs read each name
+  std::map<std::string, int> readers;  // how many main-graph inputs (and outputs) read each name
+  bool subgraphs = false;              // a subgraph may read any outer name: no weight is dropped then
   for (const NodeProto& n : g.node()) {
     for (const std::string& s : n.input()) ++readers[s];
     for (const std::string& s : n.output()) taken.insert(s);
-    for (const auto& a : n.attribute())
-      if (a.has_g() || a.graphs_size() > 0) readers["\x01subgraph"]++;  // names read inside stay
+    for (const auto& a : n.attribute()) subgraphs = subgraphs || a.has_g() || a.graphs_size() > 0;
   }
-  const bool subgraphs = readers.count("\x01subgraph") > 0;
   for (const auto& v : g.input()) taken.insert(v.name());
   for (const auto& v : g.output()) {
     taken.insert(v.name());
