@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "io/json_depth.h"
+
 namespace spore::gate {
 
 namespace {
@@ -111,24 +113,16 @@ Problems completion_object(const json& j, const std::string& object, F&& check_c
 }  // namespace
 
 bool parse_answer(const std::string& text, json& out, std::string& error) {
-  bool deep = false;
-  auto bounded = [&](int depth, json::parse_event_t e, json&) {
-    if ((e == json::parse_event_t::object_start || e == json::parse_event_t::array_start) && depth >= kMaxDepth)
-      deep = true;
-    return !deep;  // false drops the value; the parse goes on without building it
-  };
-  out = json::parse(text, bounded, false);
-  if (deep) {
+  try {
+    out = io::parse_json_bounded<json>(text, kMaxDepth);
+    return true;
+  } catch (const io::JsonTooDeep&) {
     error = "the answer nests objects and arrays deeper than " + std::to_string(kMaxDepth) + " levels";
-    out = json();
-    return false;
-  }
-  if (out.is_discarded()) {
+  } catch (const json::exception&) {
     error = "the answer is not JSON: " + text.substr(0, 80);
-    out = json();
-    return false;
   }
-  return true;
+  out = json();
+  return false;
 }
 
 Problems check_usage(const json& u, const std::string& at) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "io/json_depth.h"
 #include "spore/error.h"
 
 namespace spore::io {
@@ -162,44 +163,31 @@ SafeTensorInfo parse_entry(const std::string& name, const json& v, uint64_t buff
 }
 
 // Guards the parse: duplicate keys (nlohmann keeps the last silently; a duplicate tensor name
-// means two different tensors claim one name) and nesting deeper than any valid header needs.
-struct KeyTracker {
-  std::string_view source;
-  std::vector<std::set<std::string>> objects;
-  std::string top_key;  // the tensor whose entry is being parsed
+// means two different tensors claim one name). Nesting deeper than any valid header needs is the
+// parse's depth bound (kMaxHeaderDepth).
+class KeyTracker : public io::JsonWatch {
+ public:
+  explicit KeyTracker(std::string_view source) : source_(source) {}
 
-  bool operator()(int depth, json::parse_event_t event, json& parsed) {
-    if (depth > 8)
-      fail(ErrorCode::kFormat, prefix(source) +
-                                   "header JSON nests deeper than a safetensors "
-                                   "header can (depth " +
-                                   std::to_string(depth) + ")");
-    switch (event) {
-      case json::parse_event_t::object_start:
-        objects.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!objects.empty()) objects.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        if (objects.empty()) break;
-        const std::string& key = parsed.get_ref<const std::string&>();
-        if (objects.size() == 1) top_key = key;
-        if (!objects.back().insert(key).second) {
-          if (objects.size() == 1)
-            fail(ErrorCode::kFormat,
-                 prefix(source) + "tensor name '" + key + "' appears twice in the header");
-          fail(ErrorCode::kFormat,
-               prefix(source, top_key) + "key '" + key + "' appears twice in its entry");
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
+  void open_object() override { objects_.emplace_back(); }
+  void close_object() override { objects_.pop_back(); }
+  void key(const std::string& key, int depth) override {
+    if (depth == 1) top_key_ = key;
+    if (objects_.back().insert(key).second) return;
+    if (depth == 1)
+      fail(ErrorCode::kFormat, prefix(source_) + "tensor name '" + key + "' appears twice in the header");
+    fail(ErrorCode::kFormat, prefix(source_, top_key_) + "key '" + key + "' appears twice in its entry");
   }
+
+ private:
+  std::string_view source_;
+  std::vector<std::set<std::string>> objects_;
+  std::string top_key_;  // the tensor whose entry is being parsed
 };
+
+// A header is an object of entries whose values nest at most a few levels ("__metadata__" is one
+// object of strings; an entry holds shape and data_offsets arrays).
+constexpr int kMaxHeaderDepth = 8;
 
 }  // namespace
 
@@ -232,8 +220,11 @@ SafeTensorsHeader parse_safetensors_header(std::string_view text, uint64_t heade
                                  "safetensors file");
   json root;
   try {
-    KeyTracker tracker{source, {}, {}};
-    root = json::parse(text.begin(), text.end(), std::ref(tracker));
+    KeyTracker tracker(source);
+    root = io::parse_json_bounded<json>(text, kMaxHeaderDepth, &tracker);
+  } catch (const io::JsonTooDeep&) {
+    fail(ErrorCode::kFormat, prefix(source) + "header JSON nests deeper than a safetensors header can (more than " +
+                                 std::to_string(kMaxHeaderDepth) + " levels)");
   } catch (const json::exception& e) {
     fail(ErrorCode::kFormat, prefix(source) + "the header is not valid JSON: " + e.what());
   }
