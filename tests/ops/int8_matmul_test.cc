@@ -92,6 +92,7 @@ TEST(DynamicQuantMatmul, EqualsOnnxDefinitionAtEveryShape) {
   check(4, 40, 9, -3, -0.5f, false, 2, 5);     // negative only: zero point 255
   check(128, 768, 96, -4, 4, false, 2, 6);     // a BERT-base projection's rows
   check(9, 4096, 16, -1, 1, false, 1, 7);      // sums past 2^24
+  check(2, 70001, 3, -1, 1, false, 1, 8);      // rows longer than the int16-pair path's int32 sums hold
 }
 
 TEST(DynamicQuantMatmul, AllZeroActivationsGiveZeros) {
