@@ -315,7 +315,7 @@ class DistributedSampler {
  private:
   int64_t n_;
   int replicas_, rank_;
-  bool shuffle_, drop_last_;
+  bool shuffle_;
   uint64_t seed_;
   int64_t num_samples_;
   std::shared_ptr<int64_t> epoch_;

@@ -13,7 +13,6 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int num_replicas, i
       replicas_(num_replicas),
       rank_(rank),
       shuffle_(shuffle),
-      drop_last_(drop_last),
       seed_(seed),
       epoch_(std::make_shared<int64_t>(0)) {
   if (num_replicas < 1)

@@ -109,7 +109,8 @@ std::string safe_file_name(std::string_view name, std::string_view fallback) {
   if (windows_device_name(out)) out.insert(out.begin(), '_');
   if (out.size() > kMaxSafeFileNameBytes) {
     // The hash is of the original bytes, so names that differ only after the cut stay distinct.
-    const std::string tail = "~" + sha256_bytes(name).substr(0, 16);
+    // append, not "x" + a temporary: GCC 12 warns falsely there (-Wrestrict, GCC bug 105329).
+    const std::string tail = std::string(1, '~').append(sha256_bytes(name), 0, 16);
     std::string head(utf8_prefix(out, kMaxSafeFileNameBytes - tail.size()));
     if (!head.empty() && (head.back() == '.' || head.back() == ' ')) head.back() = '_';
     out = head + tail;

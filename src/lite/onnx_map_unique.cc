@@ -54,11 +54,12 @@ std::vector<uint32_t> unique(NodeCtx& c) {
   const int axis = has_axis ? normalize_axis(c, c.i("axis", 0), s.ndim()) : 0;
   const std::vector<double> v = values_of(c, c.at(0), "input (Unique runs when the graph is mapped)");
   // Slice k along the axis as the vector of its elements (row-major order within the slice).
-  const int64_t n = s[axis];
+  const std::span<const int64_t> dims = s.dims();
+  const int64_t n = dims[(size_t)axis];
   int64_t outer = 1, inner = 1;
-  for (int d = 0; d < s.ndim(); ++d) {
-    if (d < axis) outer *= s[d];
-    if (d > axis) inner *= s[d];
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if ((int)d < axis) outer *= dims[d];
+    if ((int)d > axis) inner *= dims[d];
   }
   std::vector<std::vector<double>> slice((size_t)n);
   for (int64_t k = 0; k < n; ++k)

@@ -41,8 +41,7 @@ Tensor Dense::construct(const Tensor& x) {
   return y;
 }
 
-Embedding::Embedding(int64_t vocab_size, int64_t embedding_size, uint64_t seed, DType dtype)
-    : vocab_(vocab_size), dim_(embedding_size) {
+Embedding::Embedding(int64_t vocab_size, int64_t embedding_size, uint64_t seed, DType dtype) {
   detail::check_positive("Embedding", "vocab_size", vocab_size);
   detail::check_positive("Embedding", "embedding_size", embedding_size);
   detail::check_floating_dtype("Embedding", dtype);

@@ -182,7 +182,8 @@ std::string tool_call_gbnf(const json& tools, bool parallel) {
   std::string calls, rules;
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& fn = tools[i]["function"];
-    const std::string args = "a" + std::to_string(i);
+    // append, not "x" + a temporary: GCC 12 warns falsely there (-Wrestrict, GCC bug 105329).
+    const std::string args = std::string(1, 'a').append(std::to_string(i));
     json params = fn.contains("parameters") && !fn["parameters"].is_null() ? fn["parameters"] : json{{"type", "object"}};
     std::string schema;
     try {
@@ -198,7 +199,8 @@ std::string tool_call_gbnf(const json& tools, bool parallel) {
     }
     name_lit += "\"";
     rules += schema;
-    rules += "t" + std::to_string(i) + " ::= \"<tool_call>\\n{\\\"name\\\": \" " + name_lit +
+    rules.append(1, 't');
+    rules += std::to_string(i) + " ::= \"<tool_call>\\n{\\\"name\\\": \" " + name_lit +
              " \", \\\"arguments\\\": \" " + args + " \"}\\n</tool_call>\"\n";
     calls += (i ? " | t" : "t") + std::to_string(i);
   }

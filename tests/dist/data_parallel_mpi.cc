@@ -64,8 +64,11 @@ TEST(DataParallel, UnusedParameterGetsZerosAndNoBucketWaits) {
       largest = std::max(largest, std::abs(b[i]));
     }
     EXPECT_LE(worst, 1e-6) << "parameter " << k;
-    if (k < 2) EXPECT_GT(largest, 1e-3) << "a used parameter must have a gradient to compare";
-    if (k >= 2) EXPECT_EQ(largest, 0.0) << "the unused parameter's reference gradient is zero";
+    if (k < 2) {
+      EXPECT_GT(largest, 1e-3) << "a used parameter must have a gradient to compare";
+    } else {
+      EXPECT_EQ(largest, 0.0) << "the unused parameter's reference gradient is zero";
+    }
   }
 }
 

@@ -213,7 +213,9 @@ TEST(WhileLoop, AnAdamTrainStepWithALoopTrainsLikeEager) {
       out.push_back(bytes(compiled ? f.call1({x, y}) : step({x, y})));
     }
     out.push_back(bytes(layer(ones({2, 4}))));  // the trained weights
-    if (compiled) EXPECT_EQ(f.stats().misses, 1);
+    if (compiled) {
+      EXPECT_EQ(f.stats().misses, 1);
+    }
     return out;
   };
   EXPECT_EQ(run(true), run(false));

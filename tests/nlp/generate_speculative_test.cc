@@ -122,7 +122,9 @@ TEST(SpeculativeDecoding, BatchedSpeculativeAndPlainSequencesEachMatchTheirRefer
       if (ev.token) got[ev.sequence].push_back(*ev.token);
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(got[ids[i]], reference_greedy(prompts[i], 30 + (int64_t)i)) << "sequence " << i;
-    if (i % 2) EXPECT_EQ(e.timings(ids[i]).drafted_tokens, 0);
+    if (i % 2) {
+      EXPECT_EQ(e.timings(ids[i]).drafted_tokens, 0);
+    }
   }
   EXPECT_GT(e.timings(ids[0]).accepted_tokens, 0);
 }

@@ -69,10 +69,11 @@ void idle_chat_sleeps(const std::string& policy) {
   }
   std::string seen = "no answer: " + err;
   if (err.find(" cached]") != std::string::npos) {
-    if (policy.empty())
+    if (policy.empty()) {
       EXPECT_NE(spore::test::slurp("/proc/" + std::to_string(pid) + "/environ").find(std::string("OMP_WAIT_POLICY=passive") + '\0'),
                 std::string::npos)
           << "the CLI did not re-execute itself with a passive OpenMP policy";
+    }
     seen = spore::test::wait_until_all_sleep(pid, -1, std::chrono::seconds(30));
   }
   close(in[1]);  // end of input: the chat ends

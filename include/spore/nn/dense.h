@@ -51,7 +51,6 @@ class Embedding final : public Cell {
   Parameter& embedding_table() { return table_; }
 
  private:
-  int64_t vocab_, dim_;
   Parameter table_;
 };
 

@@ -122,7 +122,8 @@ class Parser {
   // A rule for a group or repetition, named after the rule being parsed (as llama.cpp does).
   int32_t generated_rule(std::vector<Seq> alts) {
     std::string name;
-    do name = "g" + std::to_string(++generated_); while (ids_.count(name));
+    // append, not "x" + a temporary: GCC 12 warns falsely there (-Wrestrict, GCC bug 105329).
+    do name = std::string(1, 'g').append(std::to_string(++generated_)); while (ids_.count(name));
     const int32_t id = add_rule(name, p_);
     defined_[(size_t)id] = true;
     rules_[(size_t)id] = std::move(alts);
@@ -153,7 +154,7 @@ class Parser {
       if (p_ >= s_.size()) fail("a \\x, \\u or \\U escape ends early");
       const char c = s_[p_++];
       int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (d < 0) fail("'" + std::string(1, c) + "' is not a hex digit in an escape");
+      if (d < 0) fail(std::string(1, '\'').append(1, c).append("' is not a hex digit in an escape"));
       v = v * 16 + (uint32_t)d;
     }
     if (v > kMaxCodePoint) fail("the escape names code point " + std::to_string(v) + ", past U+10FFFF");

@@ -73,7 +73,8 @@ std::string natural_range(uint64_t lo, uint64_t hi) {
     const uint64_t last = len >= 20 ? std::numeric_limits<uint64_t>::max() : (uint64_t)std::pow(10.0, (double)len) - 1;
     const uint64_t a = std::max(lo, first), b = std::min(hi, last);
     if (a > b) continue;
-    alts.push_back("(" + same_length_range(digits(a), digits(b)) + ")");
+    // append, not "x" + a temporary: GCC 12 warns falsely there (-Wrestrict, GCC bug 105329).
+    alts.push_back(std::string(1, '(').append(same_length_range(digits(a), digits(b))).append(1, ')'));
   }
   std::string out;
   for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];

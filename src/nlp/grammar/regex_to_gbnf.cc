@@ -133,7 +133,7 @@ class RegexParser {
         const uint32_t x = std::max(a, lo), y = std::min(b, hi);
         if (x > y) continue;
         out += gbnf_escape(x);
-        if (y > x) out += "-" + gbnf_escape(y);
+        if (y > x) out.append(1, '-').append(gbnf_escape(y));
         any = true;
       }
     if (!any) fail("a character class holds only characters a JSON string needs escaped; not supported");

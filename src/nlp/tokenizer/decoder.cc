@@ -124,7 +124,7 @@ std::string decode_tokens(const std::vector<DecStep>& steps, bool has_decoder,
           if (!w->prefix.empty() && tokens[k].starts_with(w->prefix))
             tokens[k].erase(0, w->prefix.size());
           else
-            tokens[k].insert(0, " ");
+            tokens[k].insert(tokens[k].begin(), ' ');
         }
         if (w->cleanup) wordpiece_cleanup(tokens[k]);
       }
