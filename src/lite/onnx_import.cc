@@ -43,6 +43,7 @@ bool dtype_of(int32_t t, DType& out) {
 }
 
 std::string onnx_type_name(int32_t t) {
+  if (const Carried* ct = carried_type(t); ct && !TensorProto::DataType_IsValid(t)) return ct->name;  // newer than libonnx's names
   return TensorProto::DataType_IsValid(t) ? TensorProto::DataType_Name((TensorProto::DataType)t) : "type " + std::to_string(t);
 }
 
@@ -520,6 +521,7 @@ std::vector<uint32_t> expand(NodeCtx& c) {
 std::vector<uint32_t> cast(NodeCtx& c) {
   DType t;
   const int64_t to = c.i("to", 0);
+  if (const Carried* ct = carried_type((int32_t)to)) return {cast_to_carried(c, c.at(0), *ct, c.i("saturate", 1) != 0, c.s("round_mode", "up"))};
   if (!dtype_of((int32_t)to, t)) c.unsupported("a cast to " + onnx_type_name((int32_t)to));
   return {c.m.emit(c, OpId::k_cast, {c.at(0)}, Attrs::of(t))};
 }
@@ -563,7 +565,14 @@ Tensor dense_of(NodeCtx& c, const ::onnx::SparseTensorProto& sp) {
 std::vector<uint32_t> constant(NodeCtx& c) {
   if (c.node.attribute_size() != 1) c.bad("a Constant takes exactly one value attribute");
   const AttributeProto& a = c.node.attribute(0);
-  if (a.name() == "value" && a.type() == AttributeProto::TENSOR) return {c.m.constant(tensor_of(a.t(), c.where + " value"))};
+  if (a.name() == "value" && a.type() == AttributeProto::TENSOR) {
+    if (const Carried* ct = carried_type(a.t().data_type())) {
+      const uint32_t id = c.m.constant(carried_tensor_of(a.t(), *ct, c.where + " value"));
+      c.m.carried[id] = ct->onnx;
+      return {id};
+    }
+    return {c.m.constant(tensor_of(a.t(), c.where + " value"))};
+  }
   if (a.name() == "value_float") return {c.m.constant_of(std::vector<float>{a.f()}, Shape{})};
   if (a.name() == "value_int") return {c.m.constant_of(std::vector<int64_t>{a.i()}, Shape{})};
   if (a.name() == "value_floats") {
@@ -620,6 +629,8 @@ std::vector<uint32_t> clip(NodeCtx& c) {
 }
 
 std::vector<uint32_t> softmax_like(NodeCtx& c, OpId op) {
+  if (c.m.opset >= 13 && op == OpId::k_softmax && c.m.dtype(c.at(0)) == DType::kBFloat16)
+    return {softmax_bfloat16_steps(c, c.at(0), c.i("axis", -1))};
   if (c.m.opset >= 13) return {c.m.emit(c, op, {c.at(0)}, Attrs::of(c.i("axis", -1)))};
   // Before op set 13 the input is read as 2-D, [prod(dims before axis), prod(dims from axis)]
   // (axis 1 by default), and the softmax runs over the whole second part.
@@ -763,7 +774,10 @@ std::vector<uint32_t> dropout(NodeCtx& c) {
   return {c.m.emit(c, OpId::k_copy, {c.at(0)}), mask};
 }
 
-std::vector<uint32_t> cast_like(NodeCtx& c) { return {c.m.cast_to(c, c.m.emit(c, OpId::k_copy, {c.at(0)}), c.m.dtype(c.at(1)))}; }
+std::vector<uint32_t> cast_like(NodeCtx& c) {
+  if (const Carried* ct = carried_of(c.m, c.at(1))) return {cast_to_carried(c, c.at(0), *ct, c.i("saturate", 1) != 0, c.s("round_mode", "up"))};
+  return {c.m.cast_to(c, c.m.emit(c, OpId::k_copy, {c.at(0)}), c.m.dtype(c.at(1)))};
+}
 
 std::vector<uint32_t> size_of(NodeCtx& c) {
   return {c.m.constant_of(std::vector<int64_t>{c.m.shape(c.at(0)).numel()}, Shape{})};
@@ -1113,7 +1127,10 @@ void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label) {
       c.in.push_back(v->second);
     }
     if (!m.ragged.empty()) check_ragged_reader(c);  // NOTE [Ragged outputs]
+    const bool widened = widen_bfloat16(c);  // NOTE [ONNX carried types]
     std::vector<uint32_t> outs = it->second(c);
+    if (widened) narrow_bfloat16(c, outs);
+    if (!m.carried.empty()) settle_carried(c, outs);
     if (!m.ragged.empty()) mark_ragged_results(c, outs);
     for (int o = 0; o < node.output_size(); ++o) {
       if (node.output(o).empty()) continue;
@@ -1136,8 +1153,10 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     const TensorProto& t = graph.initializer(k);
     const std::string what = label + ": initializer '" + t.name() + "'";
     if (t.name().empty()) fail(ErrorCode::kFormat, label + ": initializer " + std::to_string(k) + " has no name");
-    Tensor data = tensor_of(t, what);
+    const Carried* ct = carried_type(t.data_type());
+    Tensor data = ct ? carried_tensor_of(t, *ct, what) : tensor_of(t, what);
     const uint32_t id = m.push({t.name(), ir::ValueKind::kParameter, data.dtype(), Mapper::dims_of(data.shape()), data}, data);
+    if (ct) m.carried[id] = ct->onnx;
     m.names[t.name()] = id;
     initializer_names.insert(t.name());
   }
@@ -1147,8 +1166,9 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
       fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' is not a tensor (sequences, maps and optionals are not mapped)");
     const auto& tt = in.type().tensor_type();
     DType dtype;
-    if (!dtype_of(tt.elem_type(), dtype))
+    if (!value_dtype_of(tt.elem_type(), dtype))
       fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' has dtype " + onnx_type_name(tt.elem_type()));
+    const Carried* ct = carried_type(tt.elem_type());
     if (!tt.has_shape()) fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' has no shape (its rank must be known)");
     std::vector<ir::Dim> dims;
     std::vector<int64_t> probe_shape;
@@ -1160,6 +1180,7 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
         fail(ErrorCode::kValue, label + ": input '" + in.name() + "' is " + dtype_name(v.dtype()) + v.shape().str() +
                                     "; the model declares " + dtype_name(dtype) + " of rank " + std::to_string(tt.shape().dim_size()));
       const uint32_t id = m.push({in.name(), ir::ValueKind::kInput, dtype, Mapper::dims_of(v.shape()), v}, Mapper::placeholder(v.shape(), dtype));
+      if (ct) m.carried[id] = ct->onnx;
       m.names[in.name()] = id;
       m.g.inputs.push_back(id);
       continue;
@@ -1174,6 +1195,7 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     if (checked_numel(probe_shape, label + ": input '" + in.name() + "'") > lite::kMaxValueElements)
       fail(ErrorCode::kUnsupported, label + ": input '" + in.name() + "' has over Lite's 2^31 elements per value");
     const uint32_t id = m.push({in.name(), ir::ValueKind::kInput, dtype, dims, {}}, Mapper::placeholder(Shape(probe_shape), dtype));
+    if (ct) m.carried[id] = ct->onnx;
     m.names[in.name()] = id;
     m.g.inputs.push_back(id);
   }
@@ -1267,7 +1289,7 @@ ir::Value declared(const ::onnx::ValueInfoProto& v) {
   ir::Value out{v.name(), ir::ValueKind::kInput, DType::kFloat32, {}, {}};
   if (!v.type().has_tensor_type()) return out;
   const auto& tt = v.type().tensor_type();
-  dtype_of(tt.elem_type(), out.dtype);
+  value_dtype_of(tt.elem_type(), out.dtype);
   for (int d = 0; tt.has_shape() && d < tt.shape().dim_size(); ++d) {
     const auto& dim = tt.shape().dim(d);
     if (fixed_extent(dim)) out.dims.push_back({dim.dim_value(), {}});

@@ -136,7 +136,8 @@ std::vector<uint32_t> attention(NodeCtx& c) {
     c.unsupported("softmax_precision " + onnx_type_name((int32_t)c.i("softmax_precision", 1)));
   if (!is_floating(precision)) c.bad("softmax_precision must name a floating-point type");
   if (precision == DType::kFloat16) precision = DType::kFloat32;
-  uint32_t probs = e.op(OpId::k_softmax, {m.cast_to(c, scores, precision)}, Attrs::of(int64_t{-1}));
+  uint32_t probs = precision == DType::kBFloat16 ? softmax_bfloat16_steps(c, scores, -1)  // NOTE [ONNX carried types]
+                                                  : e.op(OpId::k_softmax, {m.cast_to(c, scores, precision)}, Attrs::of(int64_t{-1}));
   if (bias != kNone) {  // a row whose bias is -inf everywhere attends nothing: zeros
     const uint32_t row_max = e.op(OpId::k_max, {bias}, Attrs::of(std::vector<int64_t>{-1}, true));
     const uint32_t empty = e.op(OpId::k_eq, {row_max, m.scalar(-INFINITY, t)});

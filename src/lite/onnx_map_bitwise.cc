@@ -22,7 +22,12 @@ struct Bits {
   int width = 0;
   bool is_signed = false;
 
-  Bits(NodeCtx& ctx, DType type, bool allow64) : c(ctx), t(type) {
+  // A carried integer type (NOTE [ONNX carried types]) sets the width; its carrier is `type`.
+  Bits(NodeCtx& ctx, DType type, bool allow64, const Carried* carried = nullptr) : c(ctx), t(type) {
+    if (carried && carried->bits) {
+      width = carried->bits, is_signed = carried->is_signed;
+      return;
+    }
     switch (t) {
       case DType::kInt8: width = 8, is_signed = true; break;
       case DType::kUInt8: width = 8; break;
@@ -55,7 +60,8 @@ Handler bitwise(const std::string& op) {
   return [op](NodeCtx& c) {
     const DType t = c.m.dtype(c.at(0));
     if (c.m.dtype(c.at(1)) != t) c.bad(op + "'s inputs must share one type");
-    Bits b(c, t, false);
+    const Carried* ct = carried_of(c.m, c.at(0));
+    Bits b(c, t, false, ct);
     uint32_t qa = b.pattern(b.f64(c.at(0))), qb = b.pattern(b.f64(c.at(1)));
     uint32_t sum = kNone;
     for (int bit = 0; bit < b.width; ++bit) {
@@ -70,15 +76,20 @@ Handler bitwise(const std::string& op) {
       sum = sum == kNone ? r : b.e(OpId::k_add, {sum, r});
       qa = na, qb = nb;
     }
-    return std::vector<uint32_t>{b.value(sum)};
+    const uint32_t out = b.value(sum);
+    if (ct) c.m.carried[out] = ct->onnx;
+    return std::vector<uint32_t>{out};
   };
 }
 
 std::vector<uint32_t> bitwise_not(NodeCtx& c) {
   const uint32_t x = c.at(0);
-  Bits b(c, c.m.dtype(x), true);
-  if (b.is_signed) return {c.m.emit(c, OpId::k_sub, {c.m.emit(c, OpId::k_neg, {x}), c.m.scalar(1, b.t)})};
-  return {c.m.emit(c, OpId::k_sub, {c.m.scalar(std::ldexp(1.0, b.width) - 1, b.t), x})};
+  const Carried* ct = carried_of(c.m, x);
+  Bits b(c, c.m.dtype(x), true, ct);
+  const uint32_t out = b.is_signed ? c.m.emit(c, OpId::k_sub, {c.m.emit(c, OpId::k_neg, {x}), c.m.scalar(1, b.t)})
+                                   : c.m.emit(c, OpId::k_sub, {c.m.scalar(std::ldexp(1.0, b.width) - 1, b.t), x});
+  if (ct) c.m.carried[out] = ct->onnx;
+  return {out};
 }
 
 // X shifted by Y bits; a Y below 0 or of W and more leaves only the sign fill (-1 for a right
@@ -88,7 +99,8 @@ std::vector<uint32_t> bit_shift(NodeCtx& c) {
   if (c.m.dtype(c.at(1)) != t) c.bad("BitShift's inputs must share one type");
   const std::string direction = c.s("direction", "");
   if (direction != "LEFT" && direction != "RIGHT") c.bad("direction must be LEFT or RIGHT, not '" + direction + "'");
-  Bits b(c, t, false);
+  const Carried* ct = carried_of(c.m, c.at(0));
+  Bits b(c, t, false, ct);
   const uint32_t x = b.f64(c.at(0)), y = b.f64(c.at(1));
   const uint32_t in_range = b.e(OpId::k_logical_and, {b.e(OpId::k_ge, {y, b.k(0)}), b.e(OpId::k_lt, {y, b.k(b.width)})});
   const uint32_t scale = b.e(OpId::k_pow, {b.k(2), b.e(OpId::k_where, {in_range, y, b.k(0)})});
@@ -99,13 +111,42 @@ std::vector<uint32_t> bit_shift(NodeCtx& c) {
     shifted = b.floor(b.e(OpId::k_div, {x, scale}));  // floor division: the arithmetic shift
     if (b.is_signed) fill = b.e(OpId::k_where, {b.e(OpId::k_lt, {x, b.k(0)}), b.k(-1), b.k(0)});
   }
-  return {b.value(b.pattern(b.e(OpId::k_where, {in_range, shifted, fill})))};
+  const uint32_t out = b.value(b.pattern(b.e(OpId::k_where, {in_range, shifted, fill})));
+  if (ct) c.m.carried[out] = ct->onnx;
+  return {out};
 }
 
 }  // namespace
 
+// BitCast from or to a carried integer type (NOTE [ONNX carried types]): between integer types of
+// one width, reading the bits again is wrapping the value into the other type's range, which the
+// graph computes (no data needed).
+uint32_t carried_bit_cast(NodeCtx& c, uint32_t x, const Carried* from, int32_t to_type, const Carried* to) {
+  auto width = [&](const Carried* ct, DType t, bool& is_signed) {
+    if (ct) {
+      is_signed = ct->is_signed;
+      return ct->bits;
+    }
+    is_signed = t == DType::kInt8 || t == DType::kInt32;
+    return t == DType::kInt8 || t == DType::kUInt8 ? 8 : t == DType::kInt32 ? 32 : 0;
+  };
+  DType to_dtype = DType::kFloat32;
+  if (!to && !dtype_of(to_type, to_dtype)) c.unsupported("BitCast to " + onnx_type_name(to_type));
+  bool from_signed = false, to_signed = false;
+  const int from_bits = width(from, c.m.dtype(x), from_signed), to_bits = width(to, to_dtype, to_signed);
+  if (!from_bits || !to_bits) c.unsupported("BitCast between " + std::string(from ? from->name : dtype_name(c.m.dtype(x))) + " and " + onnx_type_name(to_type) + " (Spore maps it between integer types)");
+  if (from_bits != to_bits) c.bad("BitCast changes the element size");
+  if (to) return wrap_to_carried(c, x, *to);
+  const Carried native{to_type, dtype_name(to_dtype), to_dtype, to_bits, to_signed};
+  const uint32_t out = wrap_to_carried(c, x, native);
+  c.m.carried.erase(out);
+  return out;
+}
+
 std::vector<uint32_t> bit_cast(NodeCtx& c) {
   Mapper& m = c.m;
+  const Carried *from_carried = carried_of(m, c.at(0)), *to_carried = carried_type((int32_t)c.i("to", 0));
+  if (from_carried || to_carried) return {carried_bit_cast(c, c.at(0), from_carried, (int32_t)c.i("to", 0), to_carried)};
   DType to;
   if (!dtype_of((int32_t)c.i("to", 0), to)) c.unsupported("BitCast to " + onnx_type_name((int32_t)c.i("to", 0)));
   const uint32_t x = c.at(0);

@@ -37,6 +37,9 @@ ir::Graph map_closed(NodeCtx& c, const GraphProto& branch, const std::string& wh
                      const std::vector<std::string>& names, const std::vector<uint32_t>& outer, const std::vector<bool>& passed,
                      const std::set<std::string>& skip, const ClosedFinish& finish) {
   Mapper& m = c.m;
+  // A closed graph is mapped on its own: the types Spore carries would lose their type there.
+  for (size_t k = 0; k < outer.size(); ++k)
+    if (const Carried* ct = carried_of(m, outer[k])) c.unsupported(which + " reading '" + names[k] + "', of the carried type " + ct->name + " (NOTE [ONNX carried types])");
   Mapper s;
   s.label = m.label;
   s.opset = m.opset;

@@ -51,6 +51,8 @@ ir::Graph condition_graph(NodeCtx& c, const std::vector<uint32_t>& operands, int
 std::vector<uint32_t> loop_at_run_time(NodeCtx& c, int64_t first, uint32_t cond, const std::vector<uint32_t>& values) {
   Mapper& m = c.m;
   const GraphProto& body = find_attr(c.node, "body")->g();  // loop_op checked it and the arities
+  for (uint32_t v : values)
+    if (const Carried* ct = carried_of(m, v)) c.unsupported(std::string("a loop-carried value of the carried type ") + ct->name + " in a Loop run at run time");
   const int carried = (int)c.in.size() - 2;
   if (body.output_size() > carried + 1)
     c.unsupported("scan outputs of a Loop whose condition is computed at run time (Lite plans one shape per value; their "

@@ -41,14 +41,22 @@ uint32_t param_for(NodeCtx& c, uint32_t p, const Shape& xs, int64_t axis_attr, i
   return m.take(c, p, axis, idx);
 }
 
-// round half to even of v (float64) plus zp, clamped to t's range, as t.
-uint32_t saturate(NodeCtx& c, uint32_t v, uint32_t zp, DType t) {
+// round half to even of v (float64) plus zp, clamped to t's range, as t; or, for a carried type
+// (NOTE [ONNX carried types]), to its range (an integer type) or rounded into it as Cast does
+// (a minifloat: v + zp, saturating or not).
+uint32_t saturate(NodeCtx& c, uint32_t v, uint32_t zp, DType t, const Carried* ct = nullptr, bool sat = true) {
   Mapper& m = c.m;
-  const Range r = range_of(c, t);
+  if (ct && !ct->bits) {
+    if (zp != kNone) v = m.emit(c, OpId::k_add, {v, m.cast_to(c, zp, DType::kFloat64)});
+    return cast_to_carried(c, v, *ct, sat);
+  }
+  const Range r = ct ? Range{ct->is_signed ? -std::ldexp(1.0, ct->bits - 1) : 0.0, std::ldexp(1.0, ct->bits - (ct->is_signed ? 1 : 0)) - 1} : range_of(c, t);
   uint32_t q = round_half_even(c, v);
   if (zp != kNone) q = m.emit(c, OpId::k_add, {q, m.cast_to(c, zp, DType::kFloat64)});
   q = m.emit(c, OpId::k_minimum, {m.emit(c, OpId::k_maximum, {q, m.scalar(r.lo, DType::kFloat64)}), m.scalar(r.hi, DType::kFloat64)});
-  return m.cast_to(c, q, t);
+  const uint32_t out = m.cast_to(c, q, t);
+  if (ct) m.carried[out] = ct->onnx;
+  return out;
 }
 
 std::vector<uint32_t> quantize_linear(NodeCtx& c) {
@@ -58,13 +66,15 @@ std::vector<uint32_t> quantize_linear(NodeCtx& c) {
   const int64_t axis = c.i("axis", 1), block = c.i("block_size", 0);
   if (block < 0) c.bad("block_size must be >= 0");
   DType out = DType::kUInt8;
-  if (c.has("output_dtype") && c.i("output_dtype", 0) != 0 && !dtype_of((int32_t)c.i("output_dtype", 0), out))
-    c.unsupported("output_dtype " + onnx_type_name((int32_t)c.i("output_dtype", 0)));
+  const int32_t declared = (int32_t)c.i("output_dtype", 0);
+  const Carried* ct = declared ? carried_type(declared) : nullptr;
+  if (declared && !value_dtype_of(declared, out)) c.unsupported("output_dtype " + onnx_type_name(declared));
   if (c.given(2)) {
-    if (c.has("output_dtype") && c.i("output_dtype", 0) != 0 && m.dtype(c.at(2)) != out) c.bad("output_dtype and the zero point's type differ");
-    out = m.dtype(c.at(2));
+    const Carried* zct = carried_of(m, c.at(2));
+    if (declared && (m.dtype(c.at(2)) != out || zct != ct)) c.bad("output_dtype and the zero point's type differ");
+    out = m.dtype(c.at(2)), ct = zct;
   }
-  range_of(c, out);
+  if (!ct) range_of(c, out);
   // x / scale in the type the spec computes it in (precision, else x's), then rounded.
   DType div = m.dtype(x);
   if (c.has("precision") && c.i("precision", 0) != 0 && !dtype_of((int32_t)c.i("precision", 0), div))
@@ -72,7 +82,7 @@ std::vector<uint32_t> quantize_linear(NodeCtx& c) {
   if (!is_floating(div)) div = DType::kFloat64;
   const uint32_t scale = m.cast_to(c, param_for(c, c.at(1), xs, axis, block), div);
   const uint32_t v = m.cast_to(c, m.emit(c, OpId::k_div, {m.cast_to(c, x, div), scale}), DType::kFloat64);
-  return {saturate(c, v, c.given(2) ? param_for(c, c.at(2), xs, axis, block) : kNone, out)};
+  return {saturate(c, v, c.given(2) ? param_for(c, c.at(2), xs, axis, block) : kNone, out, ct, c.i("saturate", 1) != 0)};
 }
 
 std::vector<uint32_t> dequantize_linear(NodeCtx& c) {
@@ -84,7 +94,7 @@ std::vector<uint32_t> dequantize_linear(NodeCtx& c) {
   DType out = m.dtype(c.at(1));
   if (c.has("output_dtype") && c.i("output_dtype", 0) != 0 && !dtype_of((int32_t)c.i("output_dtype", 0), out))
     c.unsupported("output_dtype " + onnx_type_name((int32_t)c.i("output_dtype", 0)));
-  if (m.dtype(x) != DType::kUInt8 && m.dtype(x) != DType::kInt8 && m.dtype(x) != DType::kInt32)
+  if (m.dtype(x) != DType::kUInt8 && m.dtype(x) != DType::kInt8 && m.dtype(x) != DType::kInt32 && !carried_of(m, x))
     c.unsupported(std::string("dequantizing ") + dtype_name(m.dtype(x)));
   uint32_t d = m.cast_to(c, x, DType::kFloat32);
   if (c.given(2)) d = m.emit(c, OpId::k_sub, {d, m.cast_to(c, param_for(c, c.at(2), xs, axis, block), DType::kFloat32)});

@@ -49,6 +49,24 @@ inline constexpr int64_t kMaxUnrolled = 65536;
 
 bool dtype_of(int32_t t, DType& out);
 std::string onnx_type_name(int32_t t);
+
+// NOTE [ONNX carried types]: an ONNX element type Spore has no dtype for (int16, uint16, uint32,
+// int4, uint4, int2, uint2, the float8 types, float4e2m1), carried in a wider dtype that holds
+// every value exactly (onnx_carried_types.cc).
+struct Carried {
+  int32_t onnx;  // TensorProto.DataType
+  const char* name;
+  DType carrier;
+  int bits = 0;  // integers: the width; 0 for the minifloats
+  bool is_signed = false;
+  int exp_bits = 0, mant = 0, bias = 0;  // minifloats
+  double max = 0;                        // the largest finite value
+  enum Overflow { kNaN, kInf, kSaturate } overflow = kNaN;  // a value past max, unsaturated
+  bool neg_zero = true;
+};
+const Carried* carried_type(int32_t onnx);
+// Spore's dtype for an ONNX type: its own, or the carrier of a carried one.
+bool value_dtype_of(int32_t t, DType& out);
 int64_t checked_numel(const std::vector<int64_t>& dims, const std::string& what);
 Tensor tensor_of(const TensorProto& t, const std::string& what);
 const AttributeProto* find_attr(const NodeProto& n, const std::string& name);
@@ -109,6 +127,8 @@ struct Mapper : lite::GraphBuilder {
   // Values whose extent along an axis only the run knows, with that axis and the length value
   // (NOTE [Ragged outputs], onnx_map_ragged.cc).
   std::map<uint32_t, std::pair<int, uint32_t>> ragged;
+  // Values of a carried element type, and that type (NOTE [ONNX carried types]).
+  std::map<uint32_t, int32_t> carried;
   // The value of `id` when the mapping knows it (a constant, a known value) or its entry value
   // (hints); nullptr otherwise.
   const Tensor* hinted(uint32_t id) const;
@@ -181,6 +201,28 @@ std::vector<int64_t> resolve_pads(NodeCtx& c, const Shape& x, const std::vector<
 // onnx_map_math.cc.
 uint32_t round_half_even(NodeCtx& c, uint32_t x);
 uint32_t floor_of(NodeCtx& c, uint32_t x);
+
+// NOTE [ONNX carried types] (onnx_carried_types.cc): the carried type of value `id` (nullptr when
+// its type is Spore's own); an initializer's or Constant's data decoded into the carrier; x cast
+// into a carried type (a minifloat rounded as Cast defines, with `saturate` and, for float8e8m0,
+// `round_mode`; an integer type wrapped, or truncated from floating point); x wrapped into a carried
+// integer type; and the rule applied to every node's results: an op on carried values either
+// handles them itself, keeps their type (layout ops), is integer arithmetic wrapped back into the
+// type, or is refused.
+const Carried* carried_of(const Mapper& m, uint32_t id);
+Tensor carried_tensor_of(const TensorProto& t, const Carried& ct, const std::string& what);
+uint32_t cast_to_carried(NodeCtx& c, uint32_t x, const Carried& t, bool saturate = true, const std::string& round_mode = "up");
+uint32_t wrap_to_carried(NodeCtx& c, uint32_t x, const Carried& t);
+void settle_carried(NodeCtx& c, std::vector<uint32_t>& outs);
+// bfloat16 arithmetic computes in float32 and rounds once per ONNX op, as ONNX Runtime's kernels do
+// (Spore's bfloat16 kernels would round after every registry op a mapping composes): a node's
+// bfloat16 inputs widened (false: none, or an op that only moves, casts or compares), and its
+// float32 results narrowed back.
+bool widen_bfloat16(NodeCtx& c);
+void narrow_bfloat16(NodeCtx& c, std::vector<uint32_t>& outs);
+// Softmax and Attention follow their function bodies instead, each step a bfloat16 op: for
+// bfloat16, softmax over `axis` as max, x - max, exp, sum and quotient, each rounded.
+uint32_t softmax_bfloat16_steps(NodeCtx& c, uint32_t x, int64_t axis);
 
 // x's product along `axis`, kept as an extent of 1 (onnx_map_product.cc).
 uint32_t product_along(NodeCtx& c, uint32_t x, int axis);

@@ -4,7 +4,10 @@
 // STATUS: pass; fail (wrong numbers, shape or dtype); unmapped (an op Spore does not map: not
 // counted as mapped); refused (every op is mapped but the importer refuses an attribute, dtype or
 // version); error (any other error). A case folder holds model.onnx, input_<k>.npy (in the order
-// of the graph's inputs), output_<k>.npy and tolerance.txt ("rtol atol").
+// of the graph's inputs), output_<k>.npy and tolerance.txt ("rtol atol"); an empty
+// input_<k>.bfloat16 or output_<k>.bfloat16 marks an array written as float32 that is bfloat16
+// (.npy cannot name it); types Spore carries in a wider dtype are written in it (NOTE [ONNX
+// carried types]).
 //
 //   onnx_node_runner DIR [--require-pass]   (exit 1 when --require-pass and any case is not pass)
 #include <onnx/onnx_pb.h>
@@ -63,6 +66,12 @@ std::string compare(const Tensor& got_in, const Tensor& want_in, double rtol, do
   return "element " + std::to_string(at - 1) + ": " + std::to_string(got[at - 1]) + " vs " + std::to_string(want[at - 1]);
 }
 
+// A case's array: its .npy, cast to bfloat16 (exactly) when marked so.
+Tensor load_array(const fs::path& dir, const std::string& stem) {
+  Tensor t = data::load_npy((dir / (stem + ".npy")).string());
+  return fs::exists(dir / (stem + ".bfloat16")) ? t.to(DType::kBFloat16) : t;
+}
+
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\t') c = ' ';
@@ -97,7 +106,7 @@ int main(int argc, char** argv) {
       if (std::ifstream t(dir / "tolerance.txt"); t) t >> rtol >> atol;
       lite::Model model = lite::Model::build_from_file(dir / "model.onnx", lite::ModelType::kONNX, lite::Context{{"cpu"}, 1});
       std::vector<Tensor> inputs;
-      for (size_t k = 0; k < model.inputs().size(); ++k) inputs.push_back(data::load_npy((dir / ("input_" + std::to_string(k) + ".npy")).string()));
+      for (size_t k = 0; k < model.inputs().size(); ++k) inputs.push_back(load_array(dir, "input_" + std::to_string(k)));
       const std::vector<Tensor> outs = model.predict(inputs);
       for (size_t k = 0; k < outs.size() && status == "pass"; ++k) {
         const fs::path want = dir / ("output_" + std::to_string(k) + ".npy");
@@ -105,7 +114,7 @@ int main(int argc, char** argv) {
           status = "fail", detail = "the model makes more outputs than the case expects";
           break;
         }
-        std::string why = compare(outs[k], data::load_npy(want.string()), rtol, atol);
+        std::string why = compare(outs[k], load_array(dir, "output_" + std::to_string(k)), rtol, atol);
         if (!why.empty()) status = "fail", detail = "output " + std::to_string(k) + ": " + why;
       }
     } catch (const Error& e) {

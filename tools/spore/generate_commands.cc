@@ -109,6 +109,7 @@ struct ModelArgs {
   }
 
   nlp::LoadedModel load() const {
+    speculative();
     set_num_threads(threads);
     nlp::LoadOptions lo;
     lo.allow_unverified = allow_unverified;
@@ -143,15 +144,23 @@ struct ModelArgs {
     s.penalty_last_n = repeat_last_n;
     if (seed_opt->count()) s.seed = seed;
     o.grammar = grammar();
-    o.speculative.type = nlp::parse_speculative_type(spec_type);
-    if (!draft_model.empty() && !spec_type_opt->count()) o.speculative.type = nlp::SpeculativeOptions::Type::kDraft;
-    o.speculative.draft_max = draft_max;
-    o.speculative.ngram_max = ngram_n;
-    nlp::validate_speculative(o.speculative);
-    if (o.speculative.type == nlp::SpeculativeOptions::Type::kDraft && draft_model.empty())
+    o.speculative = speculative();
+    return o;
+  }
+
+  // The --spec-* flags resolved and checked; load() checks them first, so that a usage error is
+  // reported as one whether or not a model is there.
+  nlp::SpeculativeOptions speculative() const {
+    nlp::SpeculativeOptions s;
+    s.type = nlp::parse_speculative_type(spec_type);
+    if (!draft_model.empty() && !spec_type_opt->count()) s.type = nlp::SpeculativeOptions::Type::kDraft;
+    s.draft_max = draft_max;
+    s.ngram_max = ngram_n;
+    nlp::validate_speculative(s);
+    if (s.type == nlp::SpeculativeOptions::Type::kDraft && draft_model.empty())
       throw Error(ErrorCode::kValue, "--spec-type draft needs a draft model: give --spec-draft-model PATH (a smaller "
                                      "model of the same vocabulary), or use --spec-type ngram");
-    return o;
+    return s;
   }
 
   // The adapters of --lora, loaded for `m`; one line each to stderr.
