@@ -1,9 +1,9 @@
 // ONNX's int8 family written with registry ops (NOTE [ONNX attention and losses]):
 // QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; uint8 and int8),
 // DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv. The integer
-// products and their sums run in float64, where every value involved (8-bit products, sums below
-// 2^53) is exact, so the results are the integer results the spec defines; rounding is half to
-// even and saturation clamps to the 8-bit range. This is exact, not fast: no int8 kernel runs.
+// products are the exact integer results the spec defines: float32 products over runs of K short
+// enough that no partial sum can pass 2^24, added in float64 (NOTE [Exact integer products in
+// float32]); rounding is half to even and saturation clamps to the type's range.
 #include <cmath>
 
 #include "lite/onnx_mapper.h"
@@ -107,12 +107,13 @@ std::vector<uint32_t> dynamic_quantize_linear(NodeCtx& c) {
   const DynamicQuant q = dynamic_quantize(c, c.at(0));
   return {q.q, c.m.cast_to(c, q.scale, c.m.dtype(c.at(0))), c.m.cast_to(c, q.zero_point, DType::kUInt8)};
 }
-// v - zp in float64; a 1-D zero point of `rows` values applies per row of a matrix ([rows, 1]).
+// v - zp in float32 (8-bit values and zero points: exact); a 1-D zero point of `rows` values
+// applies per row of a matrix ([rows, 1]).
 uint32_t centered(NodeCtx& c, uint32_t v, size_t zp_input, bool per_row) {
   Mapper& m = c.m;
-  uint32_t d = m.cast_to(c, v, DType::kFloat64);
+  uint32_t d = m.cast_to(c, v, DType::kFloat32);
   if (!c.given(zp_input)) return d;
-  uint32_t zp = m.cast_to(c, c.at(zp_input), DType::kFloat64);
+  uint32_t zp = m.cast_to(c, c.at(zp_input), DType::kFloat32);
   const Shape zs = m.shape(zp);
   if (zs.numel() == 1) zp = m.reshape(c, zp, {});
   else if (per_row && zs.ndim() == 1) zp = m.reshape(c, zp, {zs[0], 1});
@@ -129,17 +130,24 @@ uint32_t scale_of(NodeCtx& c, size_t k, bool per_row) {
   return s;
 }
 
+// The bound on one term of a product of inputs a and b centred by the zero points at a_zp, b_zp.
+double term_bound(NodeCtx& c, size_t a, size_t a_zp, size_t b, size_t b_zp) {
+  return centered_bound(c, c.m.dtype(c.at(a)), c.given(a_zp) ? c.at(a_zp) : kNone) *
+         centered_bound(c, c.m.dtype(c.at(b)), c.given(b_zp) ? c.at(b_zp) : kNone);
+}
+
 std::vector<uint32_t> matmul_integer(NodeCtx& c) {
   Mapper& m = c.m;
   for (size_t k : {0, 1}) range_of(c, m.dtype(c.at(k)));
-  const uint32_t y = m.emit(c, OpId::k_matmul, {centered(c, c.at(0), 2, true), centered(c, c.at(1), 3, false)});
+  const uint32_t y = exact_integer_matmul(c, centered(c, c.at(0), 2, true), centered(c, c.at(1), 3, false), term_bound(c, 0, 2, 1, 3));
   return {m.cast_to(c, y, DType::kInt32)};
 }
 
 std::vector<uint32_t> qlinear_matmul(NodeCtx& c) {
   Mapper& m = c.m;
   for (size_t k : {0, 3}) range_of(c, m.dtype(c.at(k)));
-  const uint32_t acc = m.emit(c, OpId::k_matmul, {centered(c, c.at(0), 2, true), centered(c, c.at(3), 5, false)});
+  const uint32_t acc = m.cast_to(c, exact_integer_matmul(c, centered(c, c.at(0), 2, true), centered(c, c.at(3), 5, false), term_bound(c, 0, 2, 3, 5)),
+                                  DType::kFloat64);
   // The multiplier a_scale * b_scale / y_scale in the scales' type, then applied in float64.
   const DType st = m.dtype(c.at(1));
   const uint32_t mult = m.emit(c, OpId::k_div, {m.emit(c, OpId::k_mul, {scale_of(c, 1, true), m.cast_to(c, scale_of(c, 4, false), st)}), m.cast_to(c, scale_of(c, 6, false), st)});
@@ -157,17 +165,21 @@ Handler conv_integer(Handler conv, bool qlinear) {
     range_of(c, m.dtype(c.at(xi)));
     range_of(c, m.dtype(c.at(wi)));
     const uint32_t x = centered(c, c.at(xi), xz, false);
-    uint32_t w = m.cast_to(c, c.at(wi), DType::kFloat64);
+    uint32_t w = m.cast_to(c, c.at(wi), DType::kFloat32);  // 8-bit values: exact
     const Shape ws = m.shape(w);
     std::vector<int64_t> per_channel((size_t)ws.ndim(), 1);
     per_channel[0] = ws[0];
     if (c.given(wz)) {
-      const uint32_t zp = m.cast_to(c, c.at(wz), DType::kFloat64);
+      const uint32_t zp = m.cast_to(c, c.at(wz), DType::kFloat32);
       w = m.emit(c, OpId::k_sub, {w, m.shape(zp).numel() == 1 ? m.reshape(c, zp, {}) : m.reshape(c, zp, per_channel)});
     }
-    NodeCtx inner{c.m, c.node, {x, w}, c.where};
-    if (qlinear && c.given(8)) inner.in.push_back(m.cast_to(c, c.at(8), DType::kFloat64));
-    const uint32_t acc = conv(inner)[0];
+    uint32_t acc = exact_integer_conv(c, conv, x, w, term_bound(c, xi, xz, wi, wz));
+    if (qlinear) acc = m.cast_to(c, acc, DType::kFloat64);  // the bias and the multiplier apply in float64
+    if (qlinear && c.given(8)) {  // the int32 bias, one per output channel
+      std::vector<int64_t> per_out((size_t)m.shape(acc).ndim(), 1);
+      per_out[1] = m.shape(acc)[1];
+      acc = m.emit(c, OpId::k_add, {acc, m.reshape(c, m.cast_to(c, c.at(8), DType::kFloat64), per_out)});
+    }
     if (!qlinear) return std::vector<uint32_t>{m.cast_to(c, acc, DType::kInt32)};
     const DType st = m.dtype(c.at(1));
     auto per = [&](size_t k) {

@@ -6,9 +6,11 @@
 // with int8 / uint8 weights stored [dirs, input, 4H] and [dirs, H, 4H] (transposed against
 // LSTM's), a scale and zero point per direction or per gate column, and each product computed
 // as ONNX Runtime's kernel computes it: its float operand (all of X at once, then h at each step)
-// quantized dynamically to uint8 over its whole range, the integer product exact (in float64),
-// then scaled by a_scale * w_scale in float32.
+// quantized dynamically to uint8 over its whole range, the integer product exact (float32 runs
+// summed in float64, NOTE [Exact integer products in float32]), then scaled by a_scale * w_scale
+// in float32.
 #include <functional>
+#include <map>
 
 #include "lite/onnx_mapper.h"
 
@@ -49,6 +51,9 @@ struct Recurrent {
   uint32_t transposed(uint32_t m2) { return e(OpId::k_permute, {m2}, Attrs::of(std::vector<int64_t>{1, 0})); }
   // a [..., K] times direction d's input (recurrent: recurrence) weights, [..., G*H]; set per op.
   std::function<uint32_t(uint32_t a, int d, bool recurrence)> product;
+  // DynamicQuantizeLSTM: each direction's weights as its products read them, made once for all
+  // steps (keyed by the weight's value and the direction).
+  std::map<std::pair<uint32_t, int>, uint32_t> weight_rows;
 };
 
 // DynamicQuantizeLSTM's products (see the top of the file): weights [dirs, K, G*H] as stored,
@@ -60,15 +65,38 @@ uint32_t quantized_product(Recurrent& r, uint32_t a, int d, uint32_t w, size_t s
   const DType wt = m.dtype(w);
   if (wt != DType::kInt8 && wt != DType::kUInt8) c.bad("quantized weights must be int8 or uint8, not " + std::string(dtype_name(wt)));
   if (m.dtype(zp) != wt) c.bad("a weight zero point must have its weight's type");
-  const uint32_t wc = r.e(OpId::k_sub, {m.cast_to(c, r.row(w, d), DType::kFloat64), m.cast_to(c, zp, DType::kFloat64)});
+  bool zero_point_zero = m.is_constant(zp);
+  if (zero_point_zero)
+    for (double z : m.float_data(c, zp, "zero point")) zero_point_zero = zero_point_zero && z == 0;
+  const Shape ws = m.shape(w), as = m.shape(a);
+  if (wt == DType::kInt8 && zero_point_zero && m.is_constant(w)) {
+    // An int8 weight without a zero point: one dynamic_quant_matmul, which quantizes a and sums
+    // exactly as the definition below does (NOTE [Dynamic int8 products]), its [K, G*H] weight a
+    // constant of its own.
+    auto [it, fresh] = r.weight_rows.try_emplace({w, d}, kNone);
+    if (fresh) {
+      const Tensor row = dispatch1(OpId::k_slice, {m.data(c, w, "W")}, Attrs::of(int64_t{0}, (int64_t)d, (int64_t)d + 1, int64_t{1}));
+      it->second = m.constant(dispatch1(OpId::k_reshape, {row}, Attrs::of(std::vector<int64_t>{ws[1], ws[2]})).contiguous());
+    }
+    const int64_t k = ws[1], ns = m.shape(scale).numel();
+    const uint32_t a2 = m.reshape(c, m.cast_to(c, a, DType::kFloat32), {as.numel() / k, k});
+    const uint32_t y = m.emit(c, OpId::k_dynamic_quant_matmul, {a2, it->second, m.reshape(c, m.cast_to(c, scale, DType::kFloat32), {ns})});
+    std::vector<int64_t> out(as.begin(), as.end());
+    out.back() = ws[2];
+    return m.reshape(c, y, out);
+  }
+  auto [it, fresh] = r.weight_rows.try_emplace({w, d}, kNone);
+  if (fresh) it->second = r.e(OpId::k_sub, {m.cast_to(c, r.row(w, d), DType::kFloat64), m.cast_to(c, zp, DType::kFloat64)});
+  const uint32_t wc = it->second;
   const DynamicQuant q = dynamic_quantize(c, a);
   const uint32_t ac = r.e(OpId::k_sub, {m.cast_to(c, q.q, DType::kFloat64), m.cast_to(c, q.zero_point, DType::kFloat64)});
-  const uint32_t acc = m.cast_to(c, r.e(OpId::k_matmul, {ac, wc}), DType::kFloat32);
+  const double bound = centered_bound(c, DType::kUInt8, q.zero_point) * centered_bound(c, wt, zp);
+  const uint32_t acc = m.cast_to(c, exact_integer_matmul(c, ac, wc, bound), DType::kFloat32);
   return r.e(OpId::k_mul, {acc, r.e(OpId::k_mul, {q.scale, m.cast_to(c, scale, DType::kFloat32)})});
 }
 
 std::vector<uint32_t> recurrent(NodeCtx& c, int gates, const char* op, bool quantized = false) {
-  Recurrent r{c, gates, 0, 1, {}, 0, {}};
+  Recurrent r{c, gates, 0, 1, {}, 0, {}, {}};
   Mapper& m = c.m;
   const int layout = (int)c.i("layout", 0);
   uint32_t x = c.at(0);

@@ -230,6 +230,16 @@ uint32_t product_along(NodeCtx& c, uint32_t x, int axis);
 // (onnx_map_nd_index.cc; ScatterND and ScatterElements).
 uint32_t scatter_reduced(NodeCtx& c, uint32_t flat, uint32_t lin, uint32_t upd, const std::string& reduction);
 
+// NOTE [Exact integer products in float32] (onnx_exact_integer.cc): the largest |v - zp| of an
+// 8-bit integer type t centred by the zero point `zp` (kNone: none; a computed one: anywhere in
+// the range; INFINITY for other types); and the exact products of whole-valued operands whose
+// termwise products are at most `bound` (float32 when one run holds the whole sum, else float64):
+// a [.., K] times w [K, N] (batched as MatMul broadcasts), and `conv` (Conv's mapping, reading the
+// node's attributes) of x by w.
+double centered_bound(NodeCtx& c, DType t, uint32_t zp);
+uint32_t exact_integer_matmul(NodeCtx& c, uint32_t a, uint32_t w, double bound);
+uint32_t exact_integer_conv(NodeCtx& c, const Handler& conv, uint32_t x, uint32_t w, double bound);
+
 // x dynamically quantized to uint8 as DynamicQuantizeLinear defines it (onnx_map_quantize.cc):
 // `q` (uint8), `scale` (float32, one element) and `zero_point` (a float32 integer value).
 struct DynamicQuant {
