@@ -4,11 +4,14 @@
 #include <onnx/onnx_pb.h>
 
 #include <cctype>
+#include <fstream>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../io/io_test_util.h"
 #include "spore/ir.h"
+#include "spore/lite.h"
 #include "spore/onnx.h"
 
 namespace spore::test {
@@ -83,4 +86,13 @@ inline void add_ints(::onnx::ModelProto& m, const std::string& name, std::vector
   t->add_dims((int64_t)v.size());
   for (int64_t x : v) t->add_int64_data(x);
 }
+// The model written to a temporary file, built in Lite and run on `inputs`: its first output.
+inline Tensor run_onnx(const ::onnx::ModelProto& m, const std::vector<Tensor>& inputs, const std::string& name) {
+  TempDir dir;
+  const auto b = bytes_of(m);
+  std::ofstream(dir / (name + ".onnx"), std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+  lite::Model model = lite::Model::build_from_file(dir / (name + ".onnx"));
+  return model.predict(inputs)[0];
+}
+
 }  // namespace spore::test

@@ -22,14 +22,6 @@ namespace {
 constexpr int32_t kE4M3FN = 17, kE4M3FNUZ = 18, kE5M2 = 19, kE5M2FNUZ = 20, kUInt4 = 21, kInt4 = 22, kE2M1 = 23, kE8M0 = 24,
                   kUInt2 = 25;
 
-Tensor run(const ::onnx::ModelProto& m, const std::vector<Tensor>& inputs, const std::string& name) {
-  TempDir dir;
-  const auto b = bytes_of(m);
-  std::ofstream(dir / (name + ".onnx"), std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
-  lite::Model model = lite::Model::build_from_file(dir / (name + ".onnx"));
-  return model.predict(inputs)[0];
-}
-
 void attr_i(::onnx::NodeProto* n, const std::string& name, int64_t v) {
   auto* a = n->add_attribute();
   a->set_name(name);
@@ -131,7 +123,7 @@ TEST(OnnxCarriedTypes, MinifloatCastsMatchAnIndependentRounding) {
     for (int saturate : {-1, 0}) {
       auto m = cast_model(f.onnx, saturate);
       m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value((int64_t)xs.size());
-      const std::vector<float> got = run(m, {x}, "cast").to_vector<float>();
+      const std::vector<float> got = run_onnx(m, {x}, "cast").to_vector<float>();
       for (size_t i = 0; i < xs.size(); ++i) {
         const double want = f.cast(xs[i], saturate != 0);
         if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << f.onnx << " " << xs[i];
@@ -162,7 +154,7 @@ TEST(OnnxCarriedTypes, E8M0FollowsTheRoundModes) {
       auto m = cast_model(kE8M0, saturate);
       attr_s(m.mutable_graph()->mutable_node(0), "round_mode", mode);
       m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value((int64_t)xs.size());
-      const std::vector<float> got = run(m, {x}, "e8m0").to_vector<float>();
+      const std::vector<float> got = run_onnx(m, {x}, "e8m0").to_vector<float>();
       for (size_t i = 0; i < xs.size(); ++i) {
         const double want = e8m0_reference(xs[i], mode, saturate);
         if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << mode << " " << xs[i];
@@ -195,7 +187,7 @@ TEST(OnnxCarriedTypes, NarrowIntegerArithmeticWrapsAsTheTypeDoes) {
         const Tensor t = Tensor::from_vector(v, Shape{8});
         return is_signed ? t.to(DType::kInt32) : t;
       };
-      const Tensor y = run(m, {as(av), as(bv)}, "wrap");
+      const Tensor y = run_onnx(m, {as(av), as(bv)}, "wrap");
       EXPECT_EQ(y.dtype(), is_signed ? DType::kInt32 : DType::kInt64);
       EXPECT_EQ(y.to(DType::kInt64).to_vector<int64_t>(), want) << op << " " << (is_signed ? "int16" : "uint16");
     }
@@ -207,14 +199,14 @@ TEST(OnnxCarriedTypes, CastsIntoSubByteIntegers) {
   auto m = cast_model(kInt4, -1);
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT32);
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(6);
-  const Tensor y = run(m, {Tensor::from_vector(std::vector<int32_t>{7, 8, -9, 200, -8, 15}, Shape{6})}, "int4");
+  const Tensor y = run_onnx(m, {Tensor::from_vector(std::vector<int32_t>{7, 8, -9, 200, -8, 15}, Shape{6})}, "int4");
   EXPECT_EQ(y.dtype(), DType::kInt8);
   EXPECT_EQ(y.to(DType::kInt64).to_vector<int64_t>(), (std::vector<int64_t>{7, -8, 7, -8, -8, -1}));
   // From floating point: truncated; past the range 0, as ONNX's reference gives (the spec leaves
   // it undefined).
   auto f = cast_model(kUInt2, -1);
   f.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(6);
-  const Tensor z = run(f, {Tensor::from_vector(std::vector<float>{-0.5f, 1.9f, 3.7f, 4.0f, -1.0f, NAN}, Shape{6})}, "uint2");
+  const Tensor z = run_onnx(f, {Tensor::from_vector(std::vector<float>{-0.5f, 1.9f, 3.7f, 4.0f, -1.0f, NAN}, Shape{6})}, "uint2");
   EXPECT_EQ(z.to(DType::kInt64).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 3, 0, 0, 0}));
 }
 
@@ -245,7 +237,7 @@ TEST(OnnxCarriedTypes, PackedInitializersAreDecoded) {
   add_node(m, "Concat", {"wf", "vf", "uf"}, {"y"});
   attr_i(m.mutable_graph()->mutable_node(3), "axis", 0);
   add_output(m, "y");
-  const std::vector<float> y = run(m, {}, "packed").to_vector<float>();
+  const std::vector<float> y = run_onnx(m, {}, "packed").to_vector<float>();
   ASSERT_EQ(y.size(), 12u);
   const std::vector<float> want = {1, -2, 7, -8, 3, 1, -1.5f, 448};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y[i], want[i]) << i;

@@ -14,14 +14,6 @@
 namespace spore::test {
 namespace {
 
-Tensor run(const ::onnx::ModelProto& m, const std::vector<Tensor>& inputs, const std::string& name) {
-  TempDir dir;
-  const auto b = bytes_of(m);
-  std::ofstream(dir / (name + ".onnx"), std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
-  lite::Model model = lite::Model::build_from_file(dir / (name + ".onnx"));
-  return model.predict(inputs)[0];
-}
-
 template <typename T>
 void add_initializer(::onnx::ModelProto& m, const std::string& name, int32_t type, std::vector<int64_t> dims, const std::vector<T>& v) {
   auto* t = m.mutable_graph()->add_initializer();
@@ -56,7 +48,7 @@ TEST(OnnxIntegerProducts, MatMulIntegerPastFloat32sBitsIsExact) {
   add_initializer(m, "b_zp", ::onnx::TensorProto::INT8, {}, std::vector<int8_t>{b_zp});
   add_node(m, "MatMulInteger", {"a", "b", "a_zp", "b_zp"}, {"y"});
   add_output(m, "y");
-  const Tensor y = run(m, {Tensor::from_vector(a, Shape{rows, k})}, "mmi");
+  const Tensor y = run_onnx(m, {Tensor::from_vector(a, Shape{rows, k})}, "mmi");
   ASSERT_EQ(y.dtype(), DType::kInt32);
   const std::vector<int32_t> got = y.to_vector<int32_t>();
   int64_t largest = 0;
@@ -82,7 +74,7 @@ TEST(OnnxIntegerProducts, ConvIntegerPastFloat32sBitsIsExact) {
   add_initializer(m, "w", ::onnx::TensorProto::INT8, {cout, cin, 3, 3}, w);
   add_node(m, "ConvInteger", {"x", "w"}, {"y"});
   add_output(m, "y");
-  const Tensor y = run(m, {Tensor::from_vector(x, Shape{1, cin, hw, hw})}, "convi");
+  const Tensor y = run_onnx(m, {Tensor::from_vector(x, Shape{1, cin, hw, hw})}, "convi");
   ASSERT_EQ(y.shape(), (Shape{1, cout, 3, 3}));
   const std::vector<int32_t> got = y.to(DType::kInt32).to_vector<int32_t>();
   int64_t largest = 0;
