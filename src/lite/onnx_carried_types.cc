@@ -270,6 +270,7 @@ bool widen_bfloat16(NodeCtx& c) {
   const std::string& op = c.node.op_type();
   if (typing_ops().count(op) || moving_ops().count(op) || native_results().count(op)) return false;
   if (op == "Softmax" || op == "Attention") return false;  // they round as their function bodies do
+  if (op == "LayerNormalization") return false;             // its Mean and InvStdDev are float32 by spec
   if (c.node.domain() != "" && c.node.domain() != "ai.onnx") return false;
   bool any = false;
   for (uint32_t& id : c.in)
