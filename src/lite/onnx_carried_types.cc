@@ -205,33 +205,38 @@ Tensor carried_tensor_of(const TensorProto& t, const Carried& ct, const std::str
   const int packed = ct.bits == 4 || ct.exp_bits == 2 ? 2 : ct.bits == 2 ? 4 : 1;
   const int width = ct.bits == 16 ? 2 : ct.bits == 32 ? 4 : 1;
   const int64_t units = (n + packed - 1) / packed;
-  std::vector<uint64_t> raw((size_t)units);
-  if (t.has_raw_data()) {
-    if ((int64_t)t.raw_data().size() != units * width)
-      fail(ErrorCode::kFormat, what + " holds " + std::to_string(t.raw_data().size()) + " bytes of raw data; its shape and type need " +
-                                   std::to_string(units * width));
-    const auto* p = reinterpret_cast<const uint8_t*>(t.raw_data().data());
-    for (int64_t i = 0; i < units; ++i) {
-      uint64_t v = 0;
-      for (int b = 0; b < width; ++b) v |= (uint64_t)p[i * width + b] << (8 * b);  // little-endian
-      raw[(size_t)i] = v;
-    }
-  } else if (ct.onnx == TensorProto::UINT32) {
-    if (t.uint64_data_size() != units) fail(ErrorCode::kFormat, what + " holds " + std::to_string(t.uint64_data_size()) + " values for " + std::to_string(n));
-    for (int64_t i = 0; i < units; ++i) raw[(size_t)i] = t.uint64_data((int)i);
-  } else {
-    if (t.int32_data_size() != units) fail(ErrorCode::kFormat, what + " holds " + std::to_string(t.int32_data_size()) + " values for " + std::to_string(n));
-    for (int64_t i = 0; i < units; ++i) raw[(size_t)i] = (uint32_t)t.int32_data((int)i);
-  }
-  const int sub = 8 / packed;  // bits per element within a packed byte
-  auto element = [&](int64_t i) -> uint64_t {
-    if (packed == 1) return raw[(size_t)i];
-    return (raw[(size_t)(i / packed)] >> (sub * (i % packed))) & ((1u << sub) - 1);
+  // The data present must match the shape before anything is allocated: a hostile file may declare
+  // a huge shape and carry no data.
+  const bool raw = t.has_raw_data();
+  const int64_t held = raw ? (int64_t)t.raw_data().size() / width
+                       : ct.onnx == TensorProto::UINT32 ? t.uint64_data_size() : t.int32_data_size();
+  if ((raw && (int64_t)t.raw_data().size() != units * width) || (!raw && held != units))
+    fail(ErrorCode::kFormat, what + " holds " + (raw ? std::to_string(t.raw_data().size()) + " bytes of raw data" : std::to_string(held) + " values") +
+                                 "; its shape and type need " + std::to_string(raw ? units * width : units));
+  auto unit = [&](int64_t i) -> uint64_t {
+    if (!raw) return ct.onnx == TensorProto::UINT32 ? t.uint64_data((int)i) : (uint32_t)t.int32_data((int)i);
+    const auto* p = reinterpret_cast<const uint8_t*>(t.raw_data().data()) + i * width;
+    uint64_t v = 0;
+    for (int b = 0; b < width; ++b) v |= (uint64_t)p[b] << (8 * b);  // little-endian
+    return v;
   };
-  std::vector<double> values((size_t)n);
-  for (int64_t i = 0; i < n; ++i)
-    values[(size_t)i] = ct.bits ? (double)decode_int(ct, element(i)) : decode_minifloat(ct, (uint32_t)element(i));
-  return dispatch1(OpId::k_cast, {Tensor::from_vector(values, Shape(dims))}, Attrs::of(ct.carrier)).contiguous();
+  const int sub = 8 / packed;  // bits per element within a packed byte
+  Tensor out = Tensor::empty(Shape(dims), ct.carrier, Device::cpu());
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t bits = packed == 1 ? unit(i) : (unit(i / packed) >> (sub * (i % packed))) & ((1u << sub) - 1);
+    if (!ct.bits) {
+      static_cast<float*>(out.data_ptr())[i] = (float)decode_minifloat(ct, (uint32_t)bits);
+      continue;
+    }
+    const int64_t v = decode_int(ct, bits);
+    switch (ct.carrier) {
+      case DType::kInt8: static_cast<int8_t*>(out.data_ptr())[i] = (int8_t)v; break;
+      case DType::kUInt8: static_cast<uint8_t*>(out.data_ptr())[i] = (uint8_t)v; break;
+      case DType::kInt32: static_cast<int32_t*>(out.data_ptr())[i] = (int32_t)v; break;
+      default: static_cast<int64_t*>(out.data_ptr())[i] = v; break;  // kInt64
+    }
+  }
+  return out;
 }
 
 uint32_t cast_to_carried(NodeCtx& c, uint32_t x, const Carried& t, bool saturate, const std::string& round_mode) {

@@ -248,6 +248,12 @@ TEST(OnnxCarriedTypes, PackedInitializersAreDecoded) {
 
   w->set_raw_data(std::string{'\xE1', '\x87'});  // 4 values' bytes for 5
   expect_error([&] { read(m); }, ErrorCode::kFormat, "initializer 'w'", "bytes of raw data");
+  w->set_dims(0, int64_t{1} << 31);  // a hostile shape with no data behind it: refused before any allocation
+  expect_error([&] { read(m); }, ErrorCode::kFormat, "initializer 'w'", "bytes of raw data");
+  u->set_dims(0, int64_t{1} << 30);
+  w->set_dims(0, 5);
+  w->set_raw_data(std::string{'\xE1', '\x87', '\x03'});
+  expect_error([&] { read(m); }, ErrorCode::kFormat, "initializer 'u'", "2 values");
 }
 
 TEST(OnnxCarriedTypes, RefusesWhatWouldLoseTheType) {
