@@ -3,7 +3,6 @@
 // a minifloat, wrapping or truncating to a narrow integer) and the rule that keeps every other
 // op's results inside the type.
 #include <cmath>
-#include <cstring>
 #include <set>
 
 #include "lite/onnx_mapper.h"
