@@ -53,7 +53,11 @@ def main():
     npy("f4_0x3.npy", np.zeros((0, 3), dtype=np.float32))
     # Files the reader must refuse with a clear error.
     npy("fortran_f4_3x4.npy", np.asfortranarray(values(12, np.float32).reshape(3, 4)))
-    npy("u2_unsupported.npy", np.arange(6, dtype=np.uint16))
+    npy("u8_unsupported.npy", np.arange(6, dtype=np.uint64))
+    # Narrower integers, widened on load (int16 and uint16 to int32, uint32 to int64): the extremes.
+    npy("i2_extremes.npy", np.array([-32768, -1, 0, 1, 32767], dtype="<i2"))
+    npy("be_u2_extremes.npy", np.array([0, 1, 65535, 40000], dtype=">u2"))
+    npy("u4_extremes.npy", np.array([0, 1, 4294967295, 3000000000], dtype="<u4"))
     npy("structured.npy", np.zeros(3, dtype=[("a", "<i4"), ("b", "<f4")]))
     # Two columns for NumpySource: 10 rows of [4] float32 and 10 int64 labels.
     npy("src_x.npy", values(40, np.float32).reshape(10, 4))

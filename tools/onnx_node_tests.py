@@ -30,7 +30,8 @@ import onnx  # noqa: E402
 import onnx.numpy_helper  # noqa: E402
 from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 
-# numpy dtypes the runner's npy reader takes (Spore's b1 i1 u1 i4 i8 f2 f4 f8).
+# numpy dtypes the runner's npy reader takes as they are (Spore's b1 i1 u1 i4 i8 f2 f4 f8; it widens
+# i2 u2 u4 too, but not always to the carrier Lite expects, so those are written in their carrier).
 STORABLE = {np.dtype(t) for t in ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64")}
 
 # ONNX element types Spore carries in a wider dtype (NOTE [ONNX carried types]): such an array is

@@ -5,6 +5,8 @@
 // padded with spaces and a newline, then the raw elements.
 #include <bit>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "data/file_io.h"
 #include "data/node.h"
@@ -23,6 +25,10 @@ struct NpyHeader {
   DType dtype = DType::kFloat32;
   bool swap = false;  // the file's byte order differs from the host's
   Shape shape;
+  // A narrower integer type than dtype, widened on load (int16 and uint16 to int32, uint32 to
+  // int64: every value exact): its size in bytes and signedness; 0 when the file holds dtype.
+  int narrow = 0;
+  bool narrow_signed = false;
 };
 
 // Reads the header dict: just enough of Python's literal syntax for what NumPy writes.
@@ -94,6 +100,21 @@ class HeaderParser {
       const char* size;
       DType dtype;
     };
+    struct Widened {
+      char kind;
+      const char* size;
+      DType dtype;
+    };
+    static const Widened widened[] = {{'i', "2", DType::kInt32}, {'u', "2", DType::kInt32}, {'u', "4", DType::kInt64}};
+    for (const Widened& w : widened)
+      if (w.kind == kind && size == w.size) {
+        h.dtype = w.dtype;
+        h.narrow = std::stoi(size);
+        h.narrow_signed = kind == 'i';
+        const bool file_big = order == '>' || (order == '=' && kHostBig);
+        h.swap = file_big != kHostBig;
+        return;
+      }
     static const Known known[] = {{'b', "1", DType::kBool},    {'i', "1", DType::kInt8},
                                   {'u', "1", DType::kUInt8},   {'i', "4", DType::kInt32},
                                   {'i', "8", DType::kInt64},   {'f', "2", DType::kFloat16},
@@ -108,7 +129,8 @@ class HeaderParser {
     throw Error(
         ErrorCode::kDType,
         "'" + path_ + "': the array's dtype '" + d +
-            "' has no Spore dtype; Spore loads b1 i1 u1 i4 i8 f2 f4 f8 (e.g. '<f4' float32); "
+            "' has no Spore dtype; Spore loads b1 i1 u1 i4 i8 f2 f4 f8, and i2 u2 u4 widened (i2 and u2 to "
+            "int32, u4 to int64) (e.g. '<f4' float32); "
             "convert it first, e.g. a.astype(np.float32) or a.astype(np.int64)");
   }
   [[noreturn]] void unknown_dtype(const std::string& d) {
@@ -225,7 +247,8 @@ Tensor read_npy(const std::string& path) {
   InFile f(path);
   NpyHeader h = read_header(f);
   uint64_t bytes = 0;
-  if (!checked_bytes(h.shape, dtype_size(h.dtype), bytes))
+  const size_t item = h.narrow ? (size_t)h.narrow : dtype_size(h.dtype);  // bytes per element in the file
+  if (!checked_bytes(h.shape, item, bytes))
     format_error(path, "the header's shape " + h.shape.str() + " is too large to be real");
   const uint64_t at = f.tell(), have = f.size() - at;
   if (have != bytes)
@@ -235,6 +258,27 @@ Tensor read_npy(const std::string& path) {
                   std::to_string(bytes) + " bytes of data after the header (from byte offset " +
                   std::to_string(at) + ") but the file holds " + std::to_string(have));
   Tensor t = Tensor::empty(h.shape, h.dtype, Device::cpu());
+  if (h.narrow) {  // the file's narrower integers (bytes: the file's own size, checked above), widened
+    std::vector<unsigned char> raw(bytes);
+    f.read(raw.data(), bytes, "the array data");
+    if (h.swap) swap_bytes(raw.data(), (uint64_t)t.numel(), (size_t)h.narrow);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const unsigned char* p = raw.data() + i * h.narrow;
+      int64_t v;
+      if (h.narrow == 2) {
+        uint16_t u;
+        std::memcpy(&u, p, 2);
+        v = h.narrow_signed ? (int64_t)(int16_t)u : (int64_t)u;
+      } else {
+        uint32_t u;
+        std::memcpy(&u, p, 4);
+        v = (int64_t)u;
+      }
+      if (h.dtype == DType::kInt32) static_cast<int32_t*>(t.data_ptr())[i] = (int32_t)v;
+      else static_cast<int64_t*>(t.data_ptr())[i] = v;
+    }
+    return t;
+  }
   f.read(t.data_ptr(), bytes, "the array data");
   if (h.swap) swap_bytes(t.data_ptr(), (uint64_t)t.numel(), dtype_size(h.dtype));
   if (h.dtype == DType::kBool) {  // any non-zero byte is true; a bool must hold 0 or 1

@@ -65,6 +65,19 @@ TEST(DataNpy, BigEndianAndLaterFormatVersions) {
   for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(v[i], fixture_value(i, DType::kInt64));
 }
 
+// int16 and uint16 load as int32 and uint32 as int64, every value kept (big-endian too).
+TEST(DataNpy, NarrowerIntegersAreWidened) {
+  const Tensor i2 = load_npy(fixture("i2_extremes.npy"));
+  EXPECT_EQ(i2.dtype(), DType::kInt32);
+  EXPECT_EQ(i2.to_vector<int32_t>(), (std::vector<int32_t>{-32768, -1, 0, 1, 32767}));
+  const Tensor u2 = load_npy(fixture("be_u2_extremes.npy"));
+  EXPECT_EQ(u2.dtype(), DType::kInt32);
+  EXPECT_EQ(u2.to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 65535, 40000}));
+  const Tensor u4 = load_npy(fixture("u4_extremes.npy"));
+  EXPECT_EQ(u4.dtype(), DType::kInt64);
+  EXPECT_EQ(u4.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 4294967295LL, 3000000000LL}));
+}
+
 TEST(DataNpy, ScalarAndEmptyArrays) {
   Tensor s = load_npy(fixture("f8_scalar.npy"));
   EXPECT_EQ(s.ndim(), 0);
@@ -119,8 +132,8 @@ TEST(DataNpy, SaveThenLoadEveryDtype) {
 TEST(DataNpy, RefusesUnsupportedArrays) {
   expect_error([] { load_npy(fixture("fortran_f4_3x4.npy")); }, ErrorCode::kUnsupported,
                {"fortran_f4_3x4.npy", "Fortran", "ascontiguousarray"});
-  expect_error([] { load_npy(fixture("u2_unsupported.npy")); }, ErrorCode::kDType,
-               {"u2_unsupported.npy", "'<u2'", "astype"});
+  expect_error([] { load_npy(fixture("u8_unsupported.npy")); }, ErrorCode::kDType,
+               {"u8_unsupported.npy", "'<u8'", "astype"});
   expect_error([] { load_npy(fixture("structured.npy")); }, ErrorCode::kFormat,
                {"structured.npy", "structured"});
   expect_error([] { load_npy(fixture("does_not_exist.npy")); }, ErrorCode::kIO,

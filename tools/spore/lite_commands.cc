@@ -93,7 +93,11 @@ int run(const LiteRunOptions& o) {
   for (const lite::TensorInfo& t : model.inputs()) {
     auto it = given.find(t.name);
     if (it != given.end()) {
-      inputs.push_back(it->second);
+      // An integer array into a wider integer input is widened: every value is kept (a model's
+      // uint16 input is carried as int64, NOTE [ONNX carried types]; a '<u2' file loads as int32).
+      const DType have = it->second.dtype();
+      const bool widening = is_integral(have) && is_integral(t.dtype) && dtype_size(t.dtype) > dtype_size(have);
+      inputs.push_back(widening ? it->second.to(t.dtype) : it->second);
       continue;
     }
     bool fixed = std::all_of(t.shape.begin(), t.shape.end(), [](int64_t e) { return e >= 0; });
