@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "../io/io_test_util.h"
+#include "onnx_build_util.h"
 #include "spore/data.h"
 #include "spore/ops.h"
 
@@ -27,6 +28,25 @@ TEST(OnnxCli, LiteRunRunsAnOnnxFileAndWritesItsOutputs) {
   const Tensor want = data::load_npy((c / "output_0.npy").string());
   EXPECT_EQ(got.shape(), want.shape());
   EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());  // a 3x3 convolution of small integers: exact
+}
+
+// A uint16 model (carried in int64, NOTE [ONNX carried types]) takes the '>u2' file NumPy wrote:
+// it loads as int32 and is widened to the input's int64; the sum wraps as uint16 does.
+TEST(OnnxCli, LiteRunFeedsANarrowIntegerFileToACarriedInput) {
+  TempDir out;
+  ::onnx::ModelProto m = base_model(17);
+  add_input(m, "x", {"4"}, ::onnx::TensorProto::UINT16);
+  add_node(m, "Add", {"x", "x"}, {"y"});
+  add_output(m, "y");
+  const auto b = bytes_of(m);
+  std::ofstream((out / "add.onnx"), std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+  const fs::path x = fs::path(SPORE_SOURCE_DIR) / "tests/fixtures/data/be_u2_extremes.npy";  // 0, 1, 65535, 40000
+  const std::string cmd = std::string(SPORE_BINARY_DIR) + "/bin/spore lite run " + (out / "add.onnx").string() + " --input x=" +
+                          x.string() + " --output " + out.path().string() + " --repeat 1 > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const Tensor y = data::load_npy((out / "y.npy").string());
+  EXPECT_EQ(y.dtype(), DType::kInt64);
+  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 65534, 14464}));  // 80000 mod 65536
 }
 
 TEST(OnnxCli, LiteQuantizeWritesAModelThatLiteRunRuns) {
