@@ -247,7 +247,7 @@ uint32_t cast_to_carried(NodeCtx& c, uint32_t x, const Carried& t, bool saturate
     if (is_floating(m.dtype(x))) {
       // Out of range is undefined in the spec; ONNX's reference (ml_dtypes) truncates and gives 0
       // past the range, and NaN gives 0: Spore does the same.
-      const uint32_t whole = o.where(o.e(OpId::k_lt, {v, o.k(0)}), o.e(OpId::k_neg, {floor_of(c, o.e(OpId::k_neg, {v}))}), floor_of(c, v));
+      const uint32_t whole = trunc_of(c, v);
       const double lo = t.is_signed ? -std::ldexp(1.0, t.bits - 1) : 0, hi = t.is_signed ? std::ldexp(1.0, t.bits - 1) - 1 : std::ldexp(1.0, t.bits) - 1;
       const uint32_t inside = o.e(OpId::k_logical_and, {o.e(OpId::k_ge, {whole, o.k(lo)}), o.e(OpId::k_le, {whole, o.k(hi)})});
       r = o.where(inside, whole, o.k(0));

@@ -262,6 +262,7 @@ std::vector<uint32_t> det(NodeCtx& c) {
 
 uint32_t round_half_even(NodeCtx& c, uint32_t x) { return Ops{c}.round(x); }
 uint32_t floor_of(NodeCtx& c, uint32_t x) { return Ops{c}.floor(x); }
+uint32_t trunc_of(NodeCtx& c, uint32_t x) { return Ops{c}.trunc(x); }
 
 // LRN: x / (bias + alpha / size * the sum of squares over `size` neighbouring channels)^beta, the
 // window floor((size - 1) / 2) channels before and ceil((size - 1) / 2) after, zeros outside.

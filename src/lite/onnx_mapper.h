@@ -197,10 +197,11 @@ uint32_t pad_axis(NodeCtx& c, uint32_t x, int axis, int64_t begin, int64_t end, 
 std::vector<int64_t> resolve_pads(NodeCtx& c, const Shape& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                                   const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads);
 
-// Floating x rounded half to even, and floored (NaN and |x| >= 2^52 pass through unchanged):
+// Floating x rounded half to even, floored, and truncated (NaN and |x| >= 2^52 pass through unchanged):
 // onnx_map_math.cc.
 uint32_t round_half_even(NodeCtx& c, uint32_t x);
 uint32_t floor_of(NodeCtx& c, uint32_t x);
+uint32_t trunc_of(NodeCtx& c, uint32_t x);
 
 // NOTE [ONNX carried types] (onnx_carried_types.cc): the carried type of value `id` (nullptr when
 // its type is Spore's own); an initializer's or Constant's data decoded into the carrier; x cast
