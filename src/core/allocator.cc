@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <unordered_map>
 #include <vector>
 
 namespace spore {
@@ -14,6 +15,8 @@ constexpr size_t kSmallMax = 64 * 1024;
 constexpr int kSmallClasses = 11;  // 64 B .. 64 KiB
 constexpr size_t kPerClassKeep = 64;
 constexpr size_t kLargeCacheCap = size_t(2) << 30;
+// A cached large block serves any request down to half its size (NOTE [Host allocator]).
+constexpr size_t kLargeFitRatio = 2;
 
 int small_class(size_t bytes) {
   int c = 0;
@@ -52,7 +55,10 @@ thread_local SmallCache t_small;
 
 struct LargeCache {
   std::mutex mu;
-  std::multimap<size_t, void*> blocks;
+  std::multimap<size_t, void*> blocks;  // free blocks by their real size
+  // The real size of every large block handed out: a request may get a bigger cached block, and
+  // the caller frees it with the size it asked for.
+  std::unordered_map<void*, size_t> handed_out;
   size_t bytes = 0;
 };
 LargeCache& large() {
@@ -90,19 +96,24 @@ void* host_alloc(size_t bytes) {
     }
     return system_alloc(small_size(c));
   }
-  size_t sz = large_size(bytes);
+  const size_t sz = large_size(bytes);
+  LargeCache& lc = large();
   {
-    LargeCache& lc = large();
     std::lock_guard<std::mutex> lock(lc.mu);
-    auto it = lc.blocks.find(sz);
-    if (it != lc.blocks.end()) {
+    // Best fit: the smallest cached block that holds the request, if it is not too big for it.
+    auto it = lc.blocks.lower_bound(sz);
+    if (it != lc.blocks.end() && it->first / kLargeFitRatio <= sz) {
       void* p = it->second;
+      lc.handed_out.emplace(p, it->first);
+      lc.bytes -= it->first;
       lc.blocks.erase(it);
-      lc.bytes -= sz;
       return p;
     }
   }
-  return system_alloc(sz);
+  void* p = system_alloc(sz);
+  std::lock_guard<std::mutex> lock(lc.mu);
+  lc.handed_out.emplace(p, sz);
+  return p;
 }
 
 void host_free(void* ptr, size_t bytes) {
@@ -119,10 +130,13 @@ void host_free(void* ptr, size_t bytes) {
     std::free(ptr);
     return;
   }
-  size_t sz = large_size(bytes);
   LargeCache& lc = large();
   {
     std::lock_guard<std::mutex> lock(lc.mu);
+    auto h = lc.handed_out.find(ptr);
+    // Not found only for a block allocated before the cache existed (none today): its class size.
+    const size_t sz = h != lc.handed_out.end() ? h->second : large_size(bytes);
+    if (h != lc.handed_out.end()) lc.handed_out.erase(h);
     if (lc.bytes + sz <= kLargeCacheCap) {
       lc.blocks.emplace(sz, ptr);
       lc.bytes += sz;

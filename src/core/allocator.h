@@ -14,7 +14,10 @@ namespace spore {
 // eager add of two tiny tensors must cost tens of nanoseconds, not a malloc lock. Large blocks are
 // rounded up to 1/8-octave classes and kept in one global cache (capped), because glibc's
 // malloc returns big blocks to the kernel with munmap and the next step faults them in again
-// (25-40% of an MLP training step on this machine). All blocks are 64-byte aligned.
+// (25-40% of an MLP training step on this machine). A request takes the smallest cached block that
+// holds it, up to twice its size: a serving engine's batch changes every step, and with exact
+// classes each new row count added blocks that the cache then kept (resident memory crept up for
+// minutes under `spore serve`). All blocks are 64-byte aligned.
 void* host_alloc(size_t bytes);
 void host_free(void* ptr, size_t bytes);
 // Bytes currently kept in the large-block cache (for tests and reports).
