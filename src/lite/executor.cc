@@ -21,13 +21,14 @@ bool fusion_enabled() {
 namespace {
 
 // Lite's pipeline: the inference rewrites and folding of results up to 64 MiB, folded views kept
-// as the op made them, and dead code dropped. Not (yet) the algebraic simplification, CSE or
-// elementwise fusion jit runs: each can change an output's last bit against eager mode (x + 0
-// of -0, fused_elementwise's float16 rounding), and Lite's files are compared with the framework
-// bit for bit wherever no convolution is fused.
+// as the op made them, elementwise fusion, and dead code dropped. Fusion keeps every bit (the
+// fused kernel runs each op's own loop, rounding per op: NOTE [Elementwise fusion]), so Lite's
+// files still equal the framework bit for bit wherever no convolution is fused. Not the algebraic
+// simplification jit runs (x + 0 rewritten to x changes -0), nor CSE, which a file exported from
+// a traced graph has had already.
 graph::PassOptions lite_passes() {
   graph::PassOptions o;
-  o.simplify = o.cse = o.fuse = false;
+  o.simplify = o.cse = false;
   o.inference = true;
   o.max_folded_bytes = int64_t{64} << 20;
   o.fold_copies_views = false;
@@ -131,7 +132,8 @@ void Executor::print_profile() const {
   std::string passes;
   for (const graph::PassStats& p : passes_)
     passes += (passes.empty() ? "" : ", ") + p.pass + " " + std::to_string(p.nodes_before) + " -> " +
-              std::to_string(p.nodes_after) + " nodes (" + std::to_string(p.ops_fused) + " fused)";
+              std::to_string(p.nodes_after) + " nodes (" + std::to_string(p.ops_fused) + " fused" +
+             (p.constants_changed ? ", " + std::to_string(p.constants_changed) + " constants changed" : "") + ")";
   const double runs = (double)profile_runs_;
   std::fprintf(stderr, "lite profile: %s, %lld predictions after the first, %.3f ms of CPU time each in %zu steps (%s)\n",
                label_.c_str(), (long long)profile_runs_, total / 1e3 / runs, g.num_nodes(), passes.c_str());
