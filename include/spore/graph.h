@@ -46,6 +46,7 @@ struct PassStats {
   int nodes_removed = 0;
   int ops_fused = 0;        // nodes folded into fused nodes
   int64_t bytes_saved = 0;  // intermediate bytes no longer written to memory
+  int constants_changed = 0;  // constants replaced by rewritten copies (subnormals flushed)
 };
 
 class Graph {

@@ -3,7 +3,9 @@
 // for it, and constant folding with Lite's size and view rules; jit runs them on a frozen trace.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "graph_eval.h"
 #include "spore/jit.h"
@@ -193,6 +195,52 @@ TEST(InferencePasses, FoldingHonoursTheCallersSizeAndViewRules) {
   EXPECT_TRUE(jit_graph.value(jit_graph.graph_outputs()[1]).tensor.is_contiguous()) << "jit copies a folded view";
   EXPECT_EQ(fold_constants(b.g, int64_t{64} << 20, /*copy_views=*/false).nodes_removed, 2);
   EXPECT_FALSE(b.g.value(b.g.graph_outputs()[1]).tensor.is_contiguous()) << "Lite keeps the view's strides";
+}
+
+
+TEST(InferencePasses, SubnormalFloat32ConstantsAreFlushedToSignedZeros) {
+  // A weight as a trained model can hold (PP-OCRv6's 1x1 convolutions: 185,260 of 294,912 values
+  // under FLT_MIN), a normal weight, and a float64 one.
+  std::vector<float> w = random_uniform({6, 8}, 22, -1, 1).to_vector<float>();
+  const float tiny = std::numeric_limits<float>::min();
+  w[3] = tiny / 4, w[10] = -tiny / 1024, w[17] = tiny;  // two subnormals and the smallest normal
+  std::vector<double> w64(48, 1e-310);                    // subnormal in float64: not flushed
+  Builder b;
+  const ValueId x = b.input(random_uniform({5, 6}, 23, -1, 1));
+  const ValueId wv = b.constant(Tensor::from_vector(w, Shape{6, 8}), "w");
+  const ValueId normal = b.constant(random_uniform({5, 8}, 24, -1, 1));
+  const ValueId x64 = b.input(random_uniform({5, 6}, 25, -1, 1).to(DType::kFloat64));
+  const ValueId y = b.node(OpId::k_add, {b.node(OpId::k_matmul, {x, wv}), normal});
+  const ValueId y64 = b.node(OpId::k_matmul, {x64, b.constant(Tensor::from_vector(w64, Shape{6, 8}))});
+  b.outputs({y, y64, wv});
+  const PassStats s = flush_subnormal_constants(b.g);
+  b.g.validate();
+  EXPECT_EQ(s.constants_changed, 1);
+  // The graph now reads (and returns) a copy with signed zeros in the subnormals' places and
+  // every other value as it was; the normal constant is the same value as before.
+  const ValueId flushed = b.g.graph_outputs()[2];
+  ASSERT_NE(flushed, wv);
+  EXPECT_EQ(b.g.value(flushed).name, "w");
+  std::vector<float> want = w;
+  want[3] = 0.0f, want[10] = -0.0f;
+  EXPECT_EQ(test::bytes(b.g.value(flushed).tensor), test::bytes(Tensor::from_vector(want, Shape{6, 8})));
+  EXPECT_TRUE(std::signbit(b.g.value(flushed).tensor.to_vector<float>()[10]));
+  EXPECT_EQ(b.g.inputs(b.g.node(1))[1], normal);
+  // The product equals eager's over the flushed weight, bit for bit.
+  const std::vector<Tensor> got = b.run();
+  EXPECT_EQ(test::bytes(got[0]), test::bytes(add(matmul(b.inputs[0], Tensor::from_vector(want, Shape{6, 8})),
+                                                  b.g.value(normal).tensor)));
+  // run_passes with `inference` runs it; without, weights are left as they are.
+  Builder c;
+  const ValueId cx = c.input(random_uniform({5, 6}, 26, -1, 1));
+  c.outputs({c.node(OpId::k_matmul, {cx, c.constant(Tensor::from_vector(w, Shape{6, 8}))})});
+  Graph plain = c.g;
+  run_passes(plain);
+  EXPECT_EQ(test::bytes(c.run(plain)[0]), test::bytes(matmul(c.inputs[0], Tensor::from_vector(w, Shape{6, 8}))));
+  PassOptions o;
+  o.inference = true;
+  const std::vector<PassStats> stats = run_passes(c.g, o);
+  EXPECT_TRUE(std::any_of(stats.begin(), stats.end(), [](const PassStats& p) { return p.pass == "subnormal" && p.constants_changed == 1; }));
 }
 
 }  // namespace

@@ -28,8 +28,9 @@ struct PassOptions {
   bool fold_copies_views = true;
   // The inference rewrites (NOTE [Inference passes]): fused groups reading a convolution put
   // back as ops, BatchNorm and bias folded into fused_conv2d with its activation's clamp, the
-  // erf formula of GELU made gelu. Inference only: fused_conv2d has no backward rule. Lite runs
-  // them; jit when the caller froze the captured tensors (JitOptions::freeze).
+  // erf formula of GELU made gelu, subnormal float32 constants flushed to zero (NOTE [Subnormal
+  // weights]). Inference only: fused_conv2d has no backward rule. Lite runs them; jit when the
+  // caller froze the captured tensors (JitOptions::freeze).
   bool inference = false;
 };
 
@@ -44,8 +45,9 @@ PassStats fuse_elementwise(Graph& g, int64_t min_elements = 0);
 PassStats expand_fused_after_convolutions(Graph& g);
 PassStats fuse_convolutions(Graph& g);
 PassStats substitute_gelu(Graph& g);
+PassStats flush_subnormal_constants(Graph& g);
 
-// The pipeline, in a fixed order (simplify, [expand], fold, [conv, gelu], CSE, DCE, fuse, DCE;
+// The pipeline, in a fixed order (simplify, [expand], fold, [conv, gelu, subnormal], CSE, DCE, fuse, DCE;
 // the bracketed ones with `inference`); one PassStats per pass that ran.
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options = {});
 

@@ -31,9 +31,9 @@ bool graph_verbose() {
 
 void print_pass_stats(const std::vector<PassStats>& stats, std::FILE* out) {
   for (const PassStats& s : stats)
-    std::fprintf(out, "[graph] %-8s nodes %d -> %d (removed %d), fused %d ops, %lld bytes saved\n",
+    std::fprintf(out, "[graph] %-8s nodes %d -> %d (removed %d), fused %d ops, %lld bytes saved, %d constants changed\n",
                  s.pass.c_str(), s.nodes_before, s.nodes_after, s.nodes_removed, s.ops_fused,
-                 (long long)s.bytes_saved);
+                 (long long)s.bytes_saved, s.constants_changed);
 }
 
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
@@ -55,6 +55,7 @@ std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
       [&](Graph& graph) { return fold_constants(graph, options.max_folded_bytes, options.fold_copies_views); });
   run(options.inference, &fuse_convolutions);
   run(options.inference, &substitute_gelu);
+  run(options.inference, &flush_subnormal_constants);  // after conv fusion made its weights
   run(options.cse, &eliminate_common_subexpressions);
   run(options.dce, &eliminate_dead_code);
   run(options.fuse, [&](Graph& graph) { return fuse_elementwise(graph, options.min_fusion_elements); });
