@@ -124,21 +124,43 @@ Tensor clamp_ref(const Tensor& x, const Tensor& k, const Tensor& b, const Conv2d
 }
 
 TEST(LiteExecutor, TheDepthwiseKernelMatchesFloat64AtEveryLevel) {
-  // fused_conv2d's depthwise 3x3 path against float64 conv2d + bias + clamp, strides 1 and 2,
-  // widths around the vector lengths (edge columns, tails).
-  for (int64_t stride : {1, 2})
-    for (int64_t w : {1, 2, 7, 16, 17, 33}) {
-      const Tensor x = random_uniform({2, 3, 5, w}, 7 + w, -1, 1), k = random_uniform({3, 1, 3, 3}, 8, -1, 1),
-                   b = random_uniform({3}, 9, -0.5, 0.5);
+  // fused_conv2d's depthwise plane kernel (3x3, 5x5, 7x7 with "same" padding) against float64
+  // conv2d + bias + clamp, strides 1 and 2, widths around the vector lengths (edge columns,
+  // tails) and heights under the kernel's (rows of zeros on both sides).
+  for (int64_t ks : {3, 5, 7})
+    for (int64_t stride : {1, 2})
+      for (int64_t h : {2, 5})
+        for (int64_t w : {1, 2, 7, 16, 17, 33}) {
+          const Tensor x = random_uniform({2, 3, h, w}, 7 + w, -1, 1), k = random_uniform({3, 1, ks, ks}, 8, -1, 1),
+                       b = random_uniform({3}, 9, -0.5, 0.5);
+          Conv2dOptions o;
+          o.stride = {stride, stride};
+          o.padding = {ks / 2, ks / 2};
+          o.groups = 3;
+          const Tensor ref = clamp_ref(x, k, b, o);
+          at_every_level([&] {
+            const Tensor got = dispatch1(OpId::k_fused_conv2d, {x, k, b},
+                                         Attrs::of(o.stride, o.padding, std::vector<int64_t>{1, 1}, int64_t{3}, -0.6, 0.7));
+            EXPECT_LE(max_abs(got, ref), 2e-6) << ks << "x" << ks << ", stride " << stride << ", " << h << "x" << w;
+          });
+        }
+}
+
+TEST(LiteExecutor, TheFewChannelPlaneKernelMatchesFloat64AtEveryLevel) {
+  // A dense k x k convolution over 3 input channels (an RGB stem) sums the channels' planes in
+  // place with the same kernel, clamping after the last.
+  for (int64_t ks : {3, 5})
+    for (int64_t stride : {1, 2}) {
+      const Tensor x = random_uniform({1, 3, 9, 19}, 30 + ks, -1, 1), k = random_uniform({4, 3, ks, ks}, 31, -1, 1),
+                   b = random_uniform({4}, 32, -0.5, 0.5);
       Conv2dOptions o;
       o.stride = {stride, stride};
-      o.padding = {1, 1};
-      o.groups = 3;
+      o.padding = {ks / 2, ks / 2};
       const Tensor ref = clamp_ref(x, k, b, o);
       at_every_level([&] {
         const Tensor got = dispatch1(OpId::k_fused_conv2d, {x, k, b},
-                                     Attrs::of(o.stride, o.padding, std::vector<int64_t>{1, 1}, int64_t{3}, -0.6, 0.7));
-        EXPECT_LE(max_abs(got, ref), 1e-6) << "stride " << stride << ", width " << w;
+                                     Attrs::of(o.stride, o.padding, std::vector<int64_t>{1, 1}, int64_t{1}, -0.6, 0.7));
+        EXPECT_LE(max_abs(got, ref), 4e-6) << ks << "x" << ks << ", stride " << stride;
       });
     }
 }

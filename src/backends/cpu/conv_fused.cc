@@ -1,9 +1,10 @@
 // CPU kernel of fused_conv2d (x, weight, bias; clamp_min, clamp_max): the convolution Lite
 // substitutes at load for conv2d, its folded BatchNorm and its activation (NOTE [Lite executor]).
 // One pass over the output instead of three or four:
-// * depthwise 3x3, padding 1, stride 1 or 2 (MobileNetV2's every second layer), and dense 3x3
-//   over at most 4 input channels (its stem): the plane kernel of the current SIMD level
-//   (dwconv.h), bias and clamp applied in registers;
+// * depthwise 3x3, 5x5 or 7x7 with "same" padding, stride 1 or 2 (MobileNetV2's every second
+//   layer, MobileNetV3's and PP-LCNet's 5x5), and dense ones over at most 4 input channels (a
+//   stem): the plane kernel of the current SIMD level (dwconv.h), bias and clamp applied in
+//   registers;
 // * everything else: conv2d's own path (oneDNN for float32, the direct loops when it refuses and
 //   for float64; the half types in float32, rounded once), then bias and clamp in one sweep per
 //   output plane while it is in cache.
@@ -21,11 +22,11 @@
 
 namespace spore::cpu {
 
-DwConv3x3Fn dwconv3x3() {
-  static const DwConv3x3Fn fns[3] = {
-      dwconv3x3_generic(),
-      best_simd_level() >= SimdLevel::kAvx2 ? dwconv3x3_avx2() : nullptr,
-      best_simd_level() >= SimdLevel::kAvx512 ? dwconv3x3_avx512() : nullptr,
+DwConvFn dwconv() {
+  static const DwConvFn fns[3] = {
+      dwconv_generic(),
+      best_simd_level() >= SimdLevel::kAvx2 ? dwconv_avx2() : nullptr,
+      best_simd_level() >= SimdLevel::kAvx512 ? dwconv_avx512() : nullptr,
   };
   return fns[(int)simd_level()];
 }
@@ -60,16 +61,18 @@ const C* as_contiguous(const Tensor& t, std::vector<C>& store) {
   return store.data();
 }
 
-// 3x3, padding 1, stride 1 or 2: the plane kernel's geometry.
-bool plane3x3(const ops::ConvGeometry& g) {
-  return g.kh == 3 && g.kw == 3 && g.ph == 1 && g.pw == 1 && g.dh == 1 && g.dw == 1 && g.sh == g.sw &&
-         (g.sh == 1 || g.sh == 2);
+// k x k (3, 5 or 7), padding k / 2, stride 1 or 2: the plane kernel's geometry.
+bool plane_kernel(const ops::ConvGeometry& g) {
+  return g.kh == g.kw && dwconv_kernel_size(g.kh) && g.ph == g.kh / 2 && g.pw == g.kw / 2 && g.dh == 1 && g.dw == 1 &&
+         g.sh == g.sw && (g.sh == 1 || g.sh == 2);
 }
-bool depthwise3x3(const ops::ConvGeometry& g) { return plane3x3(g) && g.groups == g.c && g.o == g.c; }
-// A dense 3x3 over a few input channels (an image's RGB: MobileNetV2's stem), which oneDNN's
+// The depthwise ones went to the direct loops before (oneDNN is slow for depthwise in plain
+// layouts): PP-LCNet's 5x5 at 14x14 ran at 3 GFLOP/s there.
+bool depthwise_plane(const ops::ConvGeometry& g) { return plane_kernel(g) && g.groups == g.c && g.o == g.c; }
+// A dense one over a few input channels (an image's RGB: MobileNetV2's stem), which oneDNN's
 // gemm-based convolution ran at under 1 GFLOP/s here (im2col of 3 channels, DNNL_VERBOSE).
 constexpr int64_t kFewChannels = 4;
-bool few_channels3x3(const ops::ConvGeometry& g) { return plane3x3(g) && g.groups == 1 && g.c <= kFewChannels; }
+bool few_channels_plane(const ops::ConvGeometry& g) { return plane_kernel(g) && g.groups == 1 && g.c <= kFewChannels; }
 
 template <class C>
 void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y) {
@@ -85,32 +88,34 @@ void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y) {
 
 void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const float* bias, float lo, float hi,
              float* y) {
-  if (depthwise3x3(g)) {
-    const DwConv3x3Fn fn = dwconv3x3();
+  const int k = (int)g.kh;
+  const int64_t taps = g.kh * g.kw, zeros = g.w + g.kw - 1;
+  if (depthwise_plane(g)) {
+    const DwConvFn fn = dwconv();
     const int64_t plane_in = g.h * g.w, plane_out = g.ho * g.wo;
-    parallel_for(g.n * g.c, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_out * 9)), [&](int64_t b, int64_t e) {
+    parallel_for(g.n * g.c, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_out * taps)), [&](int64_t b, int64_t e) {
       thread_local std::vector<float> zero;
-      if ((int64_t)zero.size() < g.w + 2) zero.assign((size_t)g.w + 2, 0.0f);
+      if ((int64_t)zero.size() < zeros) zero.assign((size_t)zeros, 0.0f);
       for (int64_t t = b; t < e; ++t) {
         const int64_t c = t % g.c;
-        fn(x + t * plane_in, w + c * 9, bias[c], lo, hi, y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh, false,
-           zero.data());
+        fn(x + t * plane_in, w + c * taps, k, bias[c], lo, hi, y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh,
+           false, zero.data());
       }
     });
     return;
   }
-  if (few_channels3x3(g)) {  // per (n, o) plane: the input channels' planes summed in place, clamped at the last
-    const DwConv3x3Fn fn = dwconv3x3();
+  if (few_channels_plane(g)) {  // per (n, o) plane: the input channels' planes summed in place, clamped at the last
+    const DwConvFn fn = dwconv();
     const int64_t plane_in = g.h * g.w, plane_out = g.ho * g.wo;
-    parallel_for(g.n * g.o, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_out * 9 * g.c)), [&](int64_t b, int64_t e) {
+    parallel_for(g.n * g.o, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_out * taps * g.c)), [&](int64_t b, int64_t e) {
       thread_local std::vector<float> zero;
-      if ((int64_t)zero.size() < g.w + 2) zero.assign((size_t)g.w + 2, 0.0f);
+      if ((int64_t)zero.size() < zeros) zero.assign((size_t)zeros, 0.0f);
       for (int64_t t = b; t < e; ++t) {
         const int64_t n = t / g.o, o = t % g.o;
         for (int64_t c = 0; c < g.c; ++c) {
           const bool last = c + 1 == g.c;
-          fn(x + (n * g.c + c) * plane_in, w + (o * g.c + c) * 9, bias[o], last ? lo : -INFINITY, last ? hi : INFINITY,
-             y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh, c > 0, zero.data());
+          fn(x + (n * g.c + c) * plane_in, w + (o * g.c + c) * taps, k, bias[o], last ? lo : -INFINITY,
+             last ? hi : INFINITY, y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh, c > 0, zero.data());
         }
       }
     });
