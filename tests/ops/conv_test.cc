@@ -386,6 +386,48 @@ TEST(PoolOps, MaxPoolNaNAndInfinity) {
   }
 }
 
+TEST(PoolOps, OverlappingMaxWindowsKeepTheFirstMaximum) {
+  // 2x2 windows at stride 1 (PP-HGNetV2's stem) and 3x3 at stride 1 with padding 1: the kernel
+  // takes them separably, row maxima first. The first maximum in row-major order must still win:
+  // -0 before +0 stays -0, and any NaN in a window makes its output NaN.
+  const double nan = std::nan("");
+  std::vector<double> xv(5 * 7, -1.0);
+  xv[0] = -0.0, xv[1] = 0.0, xv[7] = 0.0;     // window (0, 0): -0, +0 / +0, -1
+  xv[10] = nan, xv[18] = 2.0;                 // row 1 col 3, row 2 col 4
+  xv[28] = 0.0, xv[29] = -0.0, xv[22] = -0.0;  // row 4 cols 0-1, row 3 col 1
+  for (DType dt : kFloats)
+    for (int k : {2, 3}) {
+      Pool2dOptions o;
+      o.kernel = {k};
+      o.stride = {1};
+      o.padding = {k == 3 ? 1 : 0};
+      const Tensor x = make_tensor(xv, {1, 1, 5, 7}, dt);
+      const std::vector<double> y = max_pool2d(x, o).to_vector<double>();
+      const int64_t ho = k == 2 ? 4 : 5, wo = k == 2 ? 6 : 7, p = k == 3 ? 1 : 0;
+      ASSERT_EQ((int64_t)y.size(), ho * wo);
+      for (int64_t i = 0; i < ho; ++i)
+        for (int64_t j = 0; j < wo; ++j) {  // the reference: row-major walk, first maximum, first NaN
+          double m = 0;
+          bool any = false, is_nan = false;
+          for (int64_t r = std::max<int64_t>(i - p, 0); r < std::min<int64_t>(i - p + k, 5); ++r)
+            for (int64_t c = std::max<int64_t>(j - p, 0); c < std::min<int64_t>(j - p + k, 7); ++c) {
+              const double v = xv[(size_t)(r * 7 + c)];
+              if (!any || (!is_nan && (v > m || v != v))) m = v, is_nan = v != v;
+              any = true;
+            }
+          const double got = y[(size_t)(i * wo + j)];
+          const std::string at = std::string(dtype_name(dt)) + " k" + std::to_string(k) + " at (" +
+                                 std::to_string(i) + ", " + std::to_string(j) + ")";
+          if (is_nan) {
+            EXPECT_TRUE(std::isnan(got)) << at;
+          } else {
+            EXPECT_EQ(got, m) << at;
+            EXPECT_EQ(std::signbit(got), std::signbit(m)) << at;
+          }
+        }
+    }
+}
+
 TEST(PoolOps, GradOpsMatchFiniteDifferences) {
   const DType f64 = DType::kFloat64;
   const double eps = 1e-6;
