@@ -178,6 +178,19 @@ TEST(ConvOps, Conv2dLargerFloat32) {
   check_conv_case(dw, DType::kFloat32, false);
 }
 
+TEST(ConvOps, Conv2dOnOneDnnsBlockedLayouts) {
+  // Forward 3x3 float32 convolutions with at least 32x32 output pixels and 2^20 multiply-adds run
+  // over oneDNN's blocked layouts with reorders in and out (NOTE [oneDNN convolution]): strides
+  // 1 and 2, padding, a batch of two, odd channel counts (blocks of 16 with a partial one); the
+  // gradients stay on the plain path. All against the float64 reference.
+  const ConvCase cases[] = {
+      {"blocked 3x3", {2, 19, 34, 33}, {21, 19, 3, 3}, {{1}, {1}, {1}, 1}},
+      {"blocked 3x3 stride 2", {1, 24, 70, 66}, {24, 24, 3, 3}, {{2}, {1}, {1}, 1}},
+      {"blocked 5x5 rgb", {1, 3, 48, 40}, {16, 3, 5, 5}, {{1}, {2}, {1}, 1}},
+  };
+  for (const ConvCase& c : cases) check_conv_case(c, DType::kFloat32, false);
+}
+
 TEST(ConvOps, Conv2dMixedDtypesPromote) {
   const ConvCase& c = conv_cases()[0];
   auto xv = random_values(numel_of(c.xs), DType::kFloat32, -1, 1, 1);

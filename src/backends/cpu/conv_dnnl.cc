@@ -5,10 +5,15 @@
 //   that shapes them (pass, data type, every extent, stride, padding, dilation, groups and the
 //   thread count), refusals are cached too; engine, streams, scratchpads and the OpenMP thread
 //   count are NOTE [oneDNN runtime] (dnnl_runtime.h).
-// * Tensors stay in Spore's plain layouts (nchw, oihw / goihw for groups): no reorders, so the
-//   output lands directly in the op's output buffer. oneDNN picks its gemm-based implementation
-//   for these layouts; blocked layouts would be faster for large channel counts but cost two
-//   reorders per call, which small edge-sized problems do not win back.
+// * Tensors stay in Spore's plain layouts (nchw, oihw / goihw for groups). For those layouts
+//   oneDNN picks its gemm-based implementation, which runs spatial kernels badly: a 3x3 over
+//   96 -> 24 channels at 80x120 (PP-OCRv6) at 14 GMAC/s on one AVX-512 core, where its direct
+//   convolution over blocked layouts (nChw16c; nChw8c at AVX2) ran the same problem at 32 GMAC/s
+//   with the three reorders counted. So a forward float32 convolution with a kernel larger than
+//   1x1, no groups, at least kBlockedMacs multiply-adds and kBlockedPixels output pixels lets
+//   oneDNN choose its layouts, and
+//   the input and weights are reordered in and the output out on each call (per-thread buffers).
+//   1x1 convolutions stay plain: there the gemm is oneDNN's best (86 against 31 GMAC/s blocked).
 // * oneDNN's dilation counts the gaps between taps (PyTorch's dilation - 1); right padding equals
 //   left padding (the output extent is PyTorch's floor formula, which oneDNN checks).
 // * Determinism: reproducible for a given thread count; between thread counts the gradient of
@@ -39,7 +44,51 @@ using dnnl_rt::engine;  // NOTE [oneDNN runtime]
 struct Entry {
   dnnl::primitive prim;
   memory::desc src, wei, dst, scratch;  // src/dst: the input and output images of the forward
+  // A forward over oneDNN's own layouts: prim reads bsrc/bwei and writes bdst, which the
+  // reorders fill from the plain tensors and empty into the plain output.
+  bool blocked = false;
+  memory::desc bsrc, bwei, bdst, to_bsrc_scratch, to_bwei_scratch, from_bdst_scratch;
+  dnnl::primitive to_bsrc, to_bwei, from_bdst;
 };
+
+// Below this many multiply-adds the reorders cost more than the blocked convolution saves; below
+// this many output pixels per image (YOLOv8n's 20x20 and 10x10 heads) the blocked one was no
+// faster at one thread and up to a third slower at two.
+constexpr int64_t kBlockedMacs = int64_t{1} << 20;
+constexpr int64_t kBlockedPixels = 32 * 32;
+
+bool wants_blocked(ConvPass pass, const ops::ConvGeometry& g, bool bf16) {
+  return pass == ConvPass::kForward && !bf16 && g.groups == 1 && g.kh * g.kw > 1 && g.ho * g.wo >= kBlockedPixels &&
+         g.n * g.o * g.ho * g.wo * g.c * g.kh * g.kw >= kBlockedMacs;
+}
+
+dnnl::primitive reorder_of(const memory::desc& from, const memory::desc& to, const dnnl::primitive_attr& attr,
+                           memory::desc& scratch) {
+  dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, attr);
+  scratch = pd.scratchpad_desc();
+  return dnnl::reorder(pd);
+}
+
+// Sets up e as a blocked forward; false (e untouched) when oneDNN keeps the plain layouts.
+bool try_blocked(Entry& e, const ops::ConvGeometry& g, const dnnl::primitive_attr& attr) {
+  const Dims strides{g.sh, g.sw}, dilates{g.dh - 1, g.dw - 1}, pad{g.ph, g.pw};
+  const auto f32 = memory::data_type::f32;
+  const memory::desc src(Dims{g.n, g.c, g.h, g.w}, f32, Tag::any), wei(Dims{g.o, g.c, g.kh, g.kw}, f32, Tag::any),
+      dst(Dims{g.n, g.o, g.ho, g.wo}, f32, Tag::any);
+  dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                      wei, dst, strides, dilates, pad, pad),
+      attr, engine());
+  if (fwd.src_desc() == e.src && fwd.weights_desc() == e.wei && fwd.dst_desc() == e.dst) return false;
+  e.bsrc = fwd.src_desc(), e.bwei = fwd.weights_desc(), e.bdst = fwd.dst_desc();
+  e.to_bsrc = reorder_of(e.src, e.bsrc, attr, e.to_bsrc_scratch);
+  e.to_bwei = reorder_of(e.wei, e.bwei, attr, e.to_bwei_scratch);
+  e.from_bdst = reorder_of(e.bdst, e.dst, attr, e.from_bdst_scratch);
+  e.scratch = fwd.scratchpad_desc();
+  e.prim = dnnl::convolution_forward(fwd);
+  e.blocked = true;
+  return true;
+}
 
 using Key = std::array<int64_t, 20>;
 
@@ -59,6 +108,13 @@ std::unique_ptr<Entry> create(ConvPass pass, const ops::ConvGeometry& g, bool bf
   const auto algo = dnnl::algorithm::convolution_direct;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (wants_blocked(pass, g, bf16)) {
+    try {
+      if (try_blocked(*e, g, attr)) return e;
+    } catch (const dnnl::error&) {
+      // the plain layouts below
+    }
+  }
 
   const auto prop = pass == ConvPass::kForward ? dnnl::prop_kind::forward_inference
                                                : dnnl::prop_kind::forward_training;
@@ -121,6 +177,39 @@ bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void*
   dnnl_rt::set_threads(threads);
   const auto mem = &dnnl_rt::memory;
   std::unordered_map<int, memory> args;
+  if (e->blocked) {
+    // Per-thread buffers for the blocked tensors, grown and kept (a cached primitive may run on
+    // several threads at once).
+    thread_local std::vector<float> bx, bw, by;
+    auto grown = [](std::vector<float>& v, const memory::desc& d) {
+      const size_t n = (d.get_size() + sizeof(float) - 1) / sizeof(float);
+      if (v.size() < n) v.resize(n);
+      return v.data();
+    };
+    const memory x = mem(e->bsrc, grown(bx, e->bsrc)), w = mem(e->bwei, grown(bw, e->bwei)),
+                 y = mem(e->bdst, grown(by, e->bdst));
+    try {
+      // The reorders on the calling thread alone: each is one pass over memory, and a parallel
+      // region apiece woke the sleeping team three more times per convolution (YOLOv8n at two
+      // threads: 22 -> 26 ms with them parallel).
+      dnnl_rt::set_threads(1);
+      std::unordered_map<int, memory> in{{DNNL_ARG_FROM, mem(e->src, a)}, {DNNL_ARG_TO, x}};
+      dnnl_rt::execute(e->to_bsrc, e->to_bsrc_scratch, in);
+      std::unordered_map<int, memory> win{{DNNL_ARG_FROM, mem(e->wei, b)}, {DNNL_ARG_TO, w}};
+      dnnl_rt::execute(e->to_bwei, e->to_bwei_scratch, win);
+      dnnl_rt::set_threads(threads);
+      std::unordered_map<int, memory> conv{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
+      dnnl_rt::execute(e->prim, e->scratch, conv);
+      dnnl_rt::set_threads(1);
+      std::unordered_map<int, memory> out_args{{DNNL_ARG_FROM, y}, {DNNL_ARG_TO, mem(e->dst, out)}};
+      dnnl_rt::execute(e->from_bdst, e->from_bdst_scratch, out_args);
+      dnnl_rt::set_threads(threads);
+    } catch (const dnnl::error&) {
+      dnnl_rt::set_threads(threads);
+      return false;  // the caller's direct kernel overwrites the whole output
+    }
+    return true;
+  }
   switch (pass) {
     case ConvPass::kForward:
       args.emplace(DNNL_ARG_SRC, mem(e->src, a));
