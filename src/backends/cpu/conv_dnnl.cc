@@ -171,7 +171,7 @@ const Entry* primitive(ConvPass pass, const ops::ConvGeometry& g, bool bf16, int
 
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
                void* out) {
-  const int threads = onednn_threads();  // 1 inside a pool chunk (NOTE [Threads that sleep])
+  const int threads = onednn_threads(g.n * g.o * g.ho * g.wo * g.cg() * g.kh * g.kw);  // NOTE [Threads that sleep]
   const Entry* e = primitive(pass, g, bf16, threads);
   if (!e) return false;
   dnnl_rt::set_threads(threads);

@@ -112,7 +112,7 @@ bool matmul_dnnl(const MatmulGeometry& g) {
   } else if (g.dtype != DType::kFloat32) {
     return false;
   }
-  const int threads = onednn_threads();  // 1 inside a pool chunk (NOTE [Threads that sleep])
+  const int threads = onednn_threads(g.batch_count() * m * n * k);  // NOTE [Threads that sleep]
   dnnl_rt::set_threads(threads);
   const size_t item = dtype_size(g.dtype);
   // Element offsets below are scaled by the element size through these byte pointers.

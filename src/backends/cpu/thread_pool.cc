@@ -196,7 +196,7 @@ int pool_threads() {
 
 bool in_parallel_region() { return t_in_parallel || omp_in_parallel(); }
 
-int onednn_threads() { return in_parallel_region() ? 1 : pool_threads(); }
+int onednn_threads(int64_t macs) { return in_parallel_region() || macs < kSerialOneDnnMacs ? 1 : pool_threads(); }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
