@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/cpu/cpu_features.h"
 #include "ops/reduce_test_util.h"
 #include "spore/context.h"
 #include "spore/op_registry.h"
@@ -118,6 +119,28 @@ TEST(Softmax, RowsSumToOneOnLongRows) {
   }
   expect_values(softmax(x), reference(v, {3, 5000}, 1, false), tolerance(DType::kFloat32), "long rows");
   expect_values(log_softmax(x), reference(v, {3, 5000}, 1, true), tolerance(DType::kFloat32), "long rows log");
+}
+
+TEST(Softmax, LongFloat32LinesAtEverySimdLevel) {
+  // A line along the last axis runs its exponentials and their sum in the SIMD level's own loop
+  // (softmax_line.h): every level against float64, lengths around the vector widths and a long
+  // one, a -inf in the first line and a NaN in the second (which makes it all NaN).
+  const cpu::SimdLevel saved = cpu::simd_level();
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  for (int64_t L : {1, 3, 15, 16, 17, 33, 18710}) {
+    std::vector<double> v = random_values(2 * L, DType::kFloat32, -30, 30, 40 + (uint32_t)L);
+    v[0] = -inf;
+    if (L > 1) v[(size_t)(L + L / 2)] = nan;  // the second line is all NaN
+    const Tensor x = native_tensor(v, Shape{2, L}, DType::kFloat32);
+    const std::vector<double> want = reference(v, {2, L}, 1, false);
+    for (cpu::SimdLevel level : {cpu::SimdLevel::kGeneric, cpu::SimdLevel::kAvx2, cpu::SimdLevel::kAvx512}) {
+      if (level > cpu::best_simd_level()) continue;
+      cpu::set_simd_level(level);
+      expect_values(softmax(x, 1), want, tolerance(DType::kFloat32),
+                    std::string("length ") + std::to_string(L) + " at " + cpu::simd_level_name(level));
+    }
+    cpu::set_simd_level(saved);
+  }
 }
 
 TEST(Softmax, EmptyTensors) {

@@ -16,12 +16,23 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu_features.h"
 #include "cpu_kernels.h"
 #include "reduce_exp.h"
 #include "reduce_plan.h"
 #include "reduce_vec.h"
+#include "softmax_line.h"
 
 namespace spore::cpu {
+
+ExpSumFn softmax_exp_sum() {
+  static const ExpSumFn fns[3] = {
+      softmax_exp_sum_generic(),
+      best_simd_level() >= SimdLevel::kAvx2 ? softmax_exp_sum_avx2() : nullptr,
+      best_simd_level() >= SimdLevel::kAvx512 ? softmax_exp_sum_avx512() : nullptr,
+  };
+  return fns[(int)simd_level()];
+}
 
 namespace {
 
@@ -73,6 +84,8 @@ void softmax_block(C* __restrict s, int64_t L, int64_t w, C* __restrict mx, doub
         for (int64_t k = 0; k < n; ++k) e[k] = exp_c<C>(s[k0 + k] - mv);
         total += line_sum(e, n);
       }
+    } else if constexpr (std::is_same_v<C, float>) {
+      total = softmax_exp_sum()(s, L, mv);  // the same sum at the current SIMD level's width
     } else {
       for (int64_t k = 0; k < L; ++k) s[k] = exp_c<C>(s[k] - mv);
       total = line_sum(s, L);

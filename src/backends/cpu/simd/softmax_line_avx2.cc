@@ -1,0 +1,4 @@
+// softmax's exponentials and their sum compiled for the avx2 level (NOTE [SIMD levels]);
+// ../norm_kernels.cc calls it when the CPU runs this level.
+#define SOFTMAX_LINE_FN softmax_exp_sum_avx2
+#include "../softmax_line.inc"
