@@ -22,14 +22,7 @@
 
 namespace spore::cpu {
 
-DwConvFn dwconv() {
-  static const DwConvFn fns[3] = {
-      dwconv_generic(),
-      best_simd_level() >= SimdLevel::kAvx2 ? dwconv_avx2() : nullptr,
-      best_simd_level() >= SimdLevel::kAvx512 ? dwconv_avx512() : nullptr,
-  };
-  return fns[(int)simd_level()];
-}
+DwConvFn dwconv() { return level_function(&dwconv_generic, &dwconv_avx2, &dwconv_avx512); }
 
 namespace {
 

@@ -27,4 +27,13 @@ SimdLevel best_simd_level();  // ignoring SPORE_CPU_ISA
 const char* simd_level_name(SimdLevel level);
 void set_simd_level(SimdLevel level);  // for tests; clamps to best_simd_level()
 
+// The current level's entry of a kernel compiled per level (dwconv.h, softmax_line.h). A getter
+// above the CPU's best level is never called: its code may not run here.
+template <class Fn>
+Fn level_function(Fn (*generic)(), Fn (*avx2)(), Fn (*avx512)()) {
+  const Fn fns[3] = {generic(), best_simd_level() >= SimdLevel::kAvx2 ? avx2() : nullptr,
+                     best_simd_level() >= SimdLevel::kAvx512 ? avx512() : nullptr};
+  return fns[(int)simd_level()];
+}
+
 }  // namespace spore::cpu

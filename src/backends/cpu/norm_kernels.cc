@@ -26,12 +26,7 @@
 namespace spore::cpu {
 
 ExpSumFn softmax_exp_sum() {
-  static const ExpSumFn fns[3] = {
-      softmax_exp_sum_generic(),
-      best_simd_level() >= SimdLevel::kAvx2 ? softmax_exp_sum_avx2() : nullptr,
-      best_simd_level() >= SimdLevel::kAvx512 ? softmax_exp_sum_avx512() : nullptr,
-  };
-  return fns[(int)simd_level()];
+  return level_function(&softmax_exp_sum_generic, &softmax_exp_sum_avx2, &softmax_exp_sum_avx512);
 }
 
 namespace {
