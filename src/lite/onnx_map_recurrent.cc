@@ -48,7 +48,11 @@ struct Recurrent {
     std::vector<int64_t> rest(s.begin() + 1, s.end());
     return c.m.reshape(c, cut(p, 0, dir, dir + 1), rest);
   }
-  uint32_t transposed(uint32_t m2) { return e(OpId::k_permute, {m2}, Attrs::of(std::vector<int64_t>{1, 0})); }
+  // A weight [G*H, K] as the products read it, [K, G*H], materialised (the copy folds at load):
+  // the recurrence's one-row products then read B's rows, not its columns (matmul_direct.inc).
+  uint32_t transposed(uint32_t m2) {
+    return e(OpId::k_copy, {e(OpId::k_permute, {m2}, Attrs::of(std::vector<int64_t>{1, 0}))});
+  }
   // a [..., K] times direction d's input (recurrent: recurrence) weights, [..., G*H]; set per op.
   std::function<uint32_t(uint32_t a, int d, bool recurrence)> product;
   // DynamicQuantizeLSTM: each direction's weights as its products read them, made once for all

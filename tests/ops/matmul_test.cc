@@ -212,6 +212,26 @@ TEST(MatmulTest, OneDimensionalOperands) {
   check_case(DType::kFloat32, {200, 300}, {300}, 16);
 }
 
+TEST(MatmulTest, OneRowProductsKeepTheBlockedOrder) {
+  // A single row of A against a row-major B takes the direct kernels' row path (a recurrent
+  // cell's h at each step): against float64, and bit for bit the first row of the same product
+  // with a second row added (the blocked path), over one and several k blocks, batched too.
+  for (DType dt : {DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kFloat32})
+    for (int64_t k : {64, 300}) {
+      // Over the tiny loop's 4096 multiply-adds, within the direct path's 16384 for the float types
+      // oneDNN serves above that (float64 always runs direct).
+      const int64_t n = k == 64 ? 100 : 50;
+      check_case(dt, {1, k}, {k, n}, 70);
+      check_case(dt, {3, 1, k}, {k, n}, 71);
+      auto va = rand_for(2 * k, dt, 72), vb = rand_for(k * n, dt, 73);
+      const Tensor b = make(vb, Shape{k, n}, dt);
+      const Tensor one = matmul(make(std::vector<double>(va.begin(), va.begin() + k), Shape{1, k}, dt), b);
+      const Tensor two = matmul(make(va, Shape{2, k}, dt), b);
+      if (dt != DType::kFloat64 && 2 * k * n > 16384) continue;  // the two-row product goes to oneDNN
+      EXPECT_EQ(std::memcmp(one.data_ptr(), two.data_ptr(), one.nbytes()), 0) << dtype_name(dt) << " k " << k;
+    }
+}
+
 TEST(MatmulTest, BroadcastBatch) {
   for (DType dt : kMatmulDTypes) check_case(dt, {2, 1, 3, 4}, {5, 4, 2}, 20);
   // The same broadcast through the oneDNN path, and the dense-layer fold (b without batch).
