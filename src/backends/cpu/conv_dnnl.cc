@@ -11,9 +11,9 @@
 //   convolution over blocked layouts (nChw16c; nChw8c at AVX2) ran the same problem at 32 GMAC/s
 //   with the three reorders counted. So a forward float32 convolution with a kernel larger than
 //   1x1, no groups, at least kBlockedMacs multiply-adds and kBlockedPixels output pixels lets
-//   oneDNN choose its layouts, and
-//   the input and weights are reordered in and the output out on each call (per-thread buffers).
-//   1x1 convolutions stay plain: there the gemm is oneDNN's best (86 against 31 GMAC/s blocked).
+//   oneDNN choose its layouts, and the input and weights are reordered in and the output out on
+//   each call (per-thread buffers). 1x1 convolutions stay plain: there the gemm is oneDNN's best
+//   (86 against 31 GMAC/s blocked).
 // * oneDNN's dilation counts the gaps between taps (PyTorch's dilation - 1); right padding equals
 //   left padding (the output extent is PyTorch's floor formula, which oneDNN checks).
 // * Determinism: reproducible for a given thread count; between thread counts the gradient of
