@@ -53,22 +53,12 @@ inline T from_calc(Calc<T> v) {
   else return v;
 }
 
-// Sum of e[0..n) in float64, 4 lanes.
-template <class C>
-double line_sum(const C* e, int64_t n) {
-  double a[4] = {};
-  int64_t k = 0;
-  for (; k + 4 <= n; k += 4)
-    for (int l = 0; l < 4; ++l) a[l] += (double)e[k + l];
-  for (int l = 0; k < n; ++k, ++l) a[l] += (double)e[k];
-  return (a[0] + a[1]) + (a[2] + a[3]);
-}
-
 // Softmax (or log_softmax) of s[k * w + j] for k < L, for each column j < w, in place.
 // w == 1 is the line case. Every loop below is a plain map or runs across columns, so it
 // vectorises; exp_f32 is inlined into them.
 template <class C, bool kLog>
-void softmax_block(C* __restrict s, int64_t L, int64_t w, C* __restrict mx, double* __restrict sum) {
+void softmax_block(C* __restrict s, int64_t L, int64_t w, C* __restrict mx, double* __restrict sum,
+                   ExpSumFn exp_sum) {
   if (w == 1) {
     const C mv = vec_extreme<true>(s, L);
     double total = 0;
@@ -80,7 +70,7 @@ void softmax_block(C* __restrict s, int64_t L, int64_t w, C* __restrict mx, doub
         total += line_sum(e, n);
       }
     } else if constexpr (std::is_same_v<C, float>) {
-      total = softmax_exp_sum()(s, L, mv);  // the same sum at the current SIMD level's width
+      total = exp_sum(s, L, mv);  // the same sum at the current SIMD level's width
     } else {
       for (int64_t k = 0; k < L; ++k) s[k] = exp_c<C>(s[k] - mv);
       total = line_sum(s, L);
@@ -149,6 +139,7 @@ void softmax_kernel(const KernelCall& c) {
   const T* in = static_cast<const T*>(x.data_ptr());
   T* out = static_cast<T*>(c.outputs[0].data_ptr());
 
+  const ExpSumFn exp_sum = softmax_exp_sum();  // once per call, not per line
   const int64_t w_max = std::min(n_inner, kNormCols);
   const int64_t col_tasks = (n_inner + w_max - 1) / w_max;
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / (L * w_max));
@@ -171,7 +162,7 @@ void softmax_kernel(const KernelCall& c) {
           for (int64_t k = 0; k < L; ++k) buf[k] = (C)src[k];
         else
           for (int64_t k = 0; k < L; ++k) buf[k] = (C)src[k * sa];
-        softmax_block<C, kLog>(buf, L, 1, mx, sum);
+        softmax_block<C, kLog>(buf, L, 1, mx, sum, exp_sum);
         if constexpr (!std::is_same_v<T, C>)
           for (int64_t k = 0; k < L; ++k) dst[k] = from_calc<T>(buf[k]);
         continue;
@@ -180,7 +171,7 @@ void softmax_kernel(const KernelCall& c) {
       for (int64_t j = 0; j < w; ++j, col.next()) coff[j] = col.off;
       for (int64_t k = 0; k < L; ++k)
         for (int64_t j = 0; j < w; ++j) scratch[(size_t)(k * w + j)] = (C)base[k * sa + coff[j]];
-      softmax_block<C, kLog>(scratch.data(), L, w, mx, sum);
+      softmax_block<C, kLog>(scratch.data(), L, w, mx, sum, exp_sum);
       for (int64_t k = 0; k < L; ++k)
         for (int64_t j = 0; j < w; ++j) dst[k * n_inner + j] = from_calc<T>(scratch[(size_t)(k * w + j)]);
     }

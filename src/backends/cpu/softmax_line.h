@@ -11,6 +11,21 @@ namespace spore::cpu {
 // float64, four lanes (lane k % 4) added as (a0 + a1) + (a2 + a3): the same order at every level.
 using ExpSumFn = double (*)(float* s, int64_t n, float shift);
 
+namespace {  // internal linkage: compiled into each level's file (NOTE [SIMD levels])
+
+// Sum of e[0..n) in float64, 4 lanes (lane k % 4), added as (a0 + a1) + (a2 + a3).
+template <class C>
+double line_sum(const C* e, int64_t n) {
+  double a[4] = {};
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    for (int l = 0; l < 4; ++l) a[l] += (double)e[k + l];
+  for (int l = 0; k < n; ++k, ++l) a[l] += (double)e[k];
+  return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+}  // namespace
+
 ExpSumFn softmax_exp_sum_generic();
 ExpSumFn softmax_exp_sum_avx2();
 ExpSumFn softmax_exp_sum_avx512();
