@@ -243,5 +243,47 @@ TEST(InferencePasses, SubnormalFloat32ConstantsAreFlushedToSignedZeros) {
   EXPECT_TRUE(std::any_of(stats.begin(), stats.end(), [](const PassStats& p) { return p.pass == "subnormal" && p.constants_changed == 1; }));
 }
 
+TEST(InferencePasses, LargeMatmulWeightsGetAPaddedRowPitch) {
+  // NOTE [Weight pitch]: a 300 x 256 row-major weight (76,800 elements) is copied into rows of
+  // 272 floats and read through a view; a small one and a transposed view are left alone.
+  const Tensor big = random_uniform({300, 256}, 31, -1, 1);
+  const Tensor small = random_uniform({16, 64}, 32, -1, 1);
+  const Tensor wide_t = permute(random_uniform({256, 300}, 33, -1, 1), {1, 0});
+  Builder b;
+  const ValueId x = b.input(random_uniform({7, 300}, 34, -1, 1));
+  const ValueId xs = b.input(random_uniform({5, 16}, 35, -1, 1));
+  const ValueId bigv = b.constant(big, "w_big");
+  const ValueId y = b.node(OpId::k_matmul, {x, bigv});
+  const ValueId ys = b.node(OpId::k_matmul, {xs, b.constant(small)});
+  const ValueId yt = b.node(OpId::k_matmul, {x, b.constant(wide_t)});
+  b.outputs({y, ys, yt});
+  const PassStats s = pad_matmul_weight_pitch(b.g);
+  b.g.validate();
+  EXPECT_EQ(s.constants_changed, 1);
+  const ValueId padded = b.g.inputs(b.g.node(0))[1];
+  ASSERT_NE(padded, bigv);
+  EXPECT_EQ(b.g.value(padded).name, "w_big");
+  const Tensor& pw = b.g.value(padded).tensor;
+  EXPECT_EQ(pw.shape(), (Shape{300, 256}));
+  EXPECT_EQ(pw.strides(), (Shape{272, 1}));
+  EXPECT_EQ(test::bytes(pw.contiguous()), test::bytes(big));
+  EXPECT_EQ(b.g.value(b.g.inputs(b.g.node(1))[1]).tensor.strides(), (Shape{64, 1}));
+  EXPECT_EQ(b.g.value(b.g.inputs(b.g.node(2))[1]).tensor.strides(), (Shape{1, 300}));
+  // The product over the padded rows against float64.
+  const std::vector<Tensor> got = b.run();
+  const std::vector<double> xv = b.inputs[0].to_vector<double>(), wv = big.to_vector<double>();
+  std::vector<double> ref(7 * 256, 0.0);
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 256; ++j)
+      for (int q = 0; q < 300; ++q) ref[(size_t)(i * 256 + j)] += xv[(size_t)(i * 300 + q)] * wv[(size_t)(q * 256 + j)];
+  spore::test::expect_close(got[0], ref, spore::test::Tol{1e-5, 1e-5}, "matmul over the padded weight");
+  // run_passes runs it with `inference` only.
+  PassOptions o;
+  o.inference = true;
+  Graph again = b.g;
+  const std::vector<PassStats> stats = run_passes(again, o);
+  EXPECT_TRUE(std::any_of(stats.begin(), stats.end(), [](const PassStats& p) { return p.pass == "pitch"; }));
+}
+
 }  // namespace
 }  // namespace spore::graph

@@ -46,8 +46,9 @@ PassStats expand_fused_after_convolutions(Graph& g);
 PassStats fuse_convolutions(Graph& g);
 PassStats substitute_gelu(Graph& g);
 PassStats flush_subnormal_constants(Graph& g);
+PassStats pad_matmul_weight_pitch(Graph& g);
 
-// The pipeline, in a fixed order (simplify, [expand], fold, [conv, gelu, subnormal], CSE, DCE, fuse, DCE;
+// The pipeline, in a fixed order (simplify, [expand], fold, [conv, gelu, subnormal, pitch], CSE, DCE, fuse, DCE;
 // the bracketed ones with `inference`); one PassStats per pass that ran.
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options = {});
 

@@ -56,6 +56,7 @@ std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
   run(options.inference, &fuse_convolutions);
   run(options.inference, &substitute_gelu);
   run(options.inference, &flush_subnormal_constants);  // after conv fusion made its weights
+  run(options.inference, &pad_matmul_weight_pitch);    // after the flush, which copies compactly
   run(options.cse, &eliminate_common_subexpressions);
   run(options.dce, &eliminate_dead_code);
   run(options.fuse, [&](Graph& graph) { return fuse_elementwise(graph, options.min_fusion_elements); });
