@@ -260,11 +260,24 @@ def run_ort(sess, feeds, repeat):
     return outs, statistics.median(times)
 
 
-def run_spore(spore, path, files, threads, repeat, out_dir):
+# --isa: Spore's SIMD level and oneDNN's cap for the Spore runs alone. ONNX Runtime's MLAS picks its
+# kernels from cpuid with no switch, so its column stays at the machine's own level.
+ONEDNN_ISA = {"avx2": "AVX2", "avx512": "AVX512_CORE", "generic": "SSE41"}
+
+
+def spore_env(isa):
+    env = dict(os.environ)
+    if isa:
+        env["SPORE_CPU_ISA"] = isa
+        env["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[isa]
+    return env
+
+
+def run_spore(spore, path, files, threads, repeat, out_dir, isa=None):
     cmd = [spore, "lite", "run", path, "--threads", str(threads), "--repeat", str(repeat), "--output", out_dir]
     for name, f in files.items():
         cmd += ["--input", f"{name}={f}"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=spore_env(isa))
     if r.returncode != 0:
         return None, None, (r.stderr or r.stdout).strip().splitlines()[-1][:300] if (r.stderr or r.stdout).strip() else "failed"
     paths = re.findall(r"-> (\S+\.npy)", r.stdout)
@@ -340,6 +353,7 @@ def main():
     ap.add_argument("--md", help="write the table here (markdown)")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--tolerance", type=float, default=1e-3)
+    ap.add_argument("--isa", choices=sorted(ONEDNN_ISA), help="run Spore (and its oneDNN) at this SIMD level")
     ap.add_argument("--fetch", action="store_true", help="copy the suite's models into outputs/onnx-corpus/")
     ap.add_argument("--write-references", action="store_true", help="write the suite's inputs and ORT outputs")
     a = ap.parse_args()
@@ -379,7 +393,7 @@ def main():
                 for _ in range(a.rounds):
                     want, ms = run_ort(sess, feeds, a.repeat)
                     ort_ms.append(ms)
-                    got, ms, refused = run_spore(a.spore, path, files, threads, a.repeat, os.path.join(tmp, "out"))
+                    got, ms, refused = run_spore(a.spore, path, files, threads, a.repeat, os.path.join(tmp, "out"), a.isa)
                     if refused:
                         break
                     spore_ms.append(ms)
@@ -396,9 +410,10 @@ def main():
     threads = [int(t) for t in a.threads.split(",")]
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"onnxruntime": ort.__version__, "rows": rows}, f, indent=1)
+            json.dump({"onnxruntime": ort.__version__, "isa": a.isa or "native", "rows": rows}, f, indent=1)
     lines = [f"ONNX Runtime {ort.__version__}; {platform.machine()}; written by tools/onnx_wheel_corpus.py "
-             f"(--rounds {a.rounds} --repeat {a.repeat}); speed = ORT time / Spore time (above 1: Spore faster); "
+             f"(--rounds {a.rounds} --repeat {a.repeat}{' --isa ' + a.isa if a.isa else ''}); "
+             f"Spore at {'SIMD level ' + a.isa + ' (SPORE_CPU_ISA, ONEDNN_MAX_CPU_ISA), ORT at the machine' + chr(39) + 's own' if a.isa else 'the machine' + chr(39) + 's own SIMD level, as ORT'}; speed = ORT time / Spore time (above 1: Spore faster); "
              f"error = max |Lite - ORT| / max |ORT| over the outputs; matches: error <= {a.tolerance:g}.", "",
              "| model | package | what | op set | loads | error | matches | " +
              " | ".join(f"ORT ms t{t} | Spore ms t{t} | speed t{t}" for t in threads) + " |",
@@ -417,6 +432,12 @@ def main():
                 cells += [f"{x['ort_ms']:.2f}", f"{x['spore_ms']:.2f}", f"{x['ort_ms'] / x['spore_ms']:.2f}x"]
         lines.append(f"| {r['model']} | {r['package']} | {r['what']} | {r['opset']} | {loads} | {err} | {ok} | " +
                      " | ".join(cells) + " |")
+    lines.append("")
+    for t in threads:
+        speeds = sorted(r[f"t{t}"]["ort_ms"] / r[f"t{t}"]["spore_ms"] for r in rows if not r[f"t{t}"]["refused"])
+        if speeds:
+            lines.append(f"- {t} thread{'s' if t > 1 else ''}: at least 1.0x on {sum(x >= 1.0 for x in speeds)} of "
+                         f"{len(speeds)}; median {statistics.median(speeds):.2f}x; range {speeds[0]:.2f}-{speeds[-1]:.2f}x")
     refusals = [(r["model"], r[f"t{threads[0]}"]["refused"]) for r in rows if r[f"t{threads[0]}"]["refused"]]
     if refusals:
         lines += ["", "Refusals:", ""] + [f"- {m}: {why}" for m, why in refusals]

@@ -164,18 +164,19 @@ Executable::~Executable() = default;
 
 namespace {
 
-// Process CPU time (all threads): on a shared, loaded machine the wall clock mostly measures the
-// scheduler, while the CPU time a step used is still its own.
-double process_cpu_us() {
+// Process CPU time (all threads) by default: on a shared, loaded machine the wall clock mostly
+// measures the scheduler, while the CPU time a step used is still its own.
+double clock_us(bool wall) {
   timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 }  // namespace
 
-void Executable::set_profile(bool on) {
+void Executable::set_profile(bool on, bool wall) {
   profile_ = on;
+  profile_wall_ = wall;
   profile_us_.resize(steps_.size(), 0.0);
 }
 
@@ -194,7 +195,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   for (size_t step = 0; step < steps_.size(); ++step) {
     const Step& s = steps_[step];
     for (uint32_t k = 0; k < s.num_in; ++k) scratch[k] = slots[ids[s.in_first + k]];
-    const double t0 = profile_ ? process_cpu_us() : 0;
+    const double t0 = profile_ ? clock_us(profile_wall_) : 0;
     if (s.loop) {
       // Any number of results (NOTE [Control-flow results]), in a vector of the runner's.
       std::vector<Tensor> outs = loops_[s.op]->run({scratch, s.num_in});
@@ -204,7 +205,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
                                  : ops_[s.op].run_into({scratch, s.num_in}, {preset_.data() + s.out_first, 0});
       for (uint32_t o = 0; o < s.num_out; ++o) slots[ids[s.out_first + o]] = std::move(outs[o]);
     }
-    if (profile_) profile_us_[step] += process_cpu_us() - t0;
+    if (profile_) profile_us_[step] += clock_us(profile_wall_) - t0;
     for (uint32_t k = 0; k < s.num_drop; ++k) slots[drop_ids_[s.drop_first + k]] = Tensor();
   }
   for (uint32_t k = 0; k < scratch_.size(); ++k) scratch[k] = Tensor();

@@ -28,10 +28,12 @@ class Executable {
   const Graph& graph() const { return *graph_; }
   const MemoryPlan& memory_plan() const { return memory_; }
 
-  // Per-step profile (Lite's SPORE_LITE_PROFILE): while on, each run adds the process CPU time of
-  // every step (one per graph node, in order) to step_cpu_us().
-  void set_profile(bool on);
-  const std::vector<double>& step_cpu_us() const { return profile_us_; }
+  // Per-step profile (Lite's SPORE_LITE_PROFILE): while on, each run adds the time of every step
+  // (one per graph node, in order) to step_us(): the process CPU time, or with `wall` the
+  // monotonic clock (what a multithreaded step costs the caller: CPU time also counts workers
+  // that spin or wait).
+  void set_profile(bool on, bool wall = false);
+  const std::vector<double>& step_us() const { return profile_us_; }
 
  private:
   struct Step {
@@ -53,7 +55,7 @@ class Executable {
   std::vector<std::function<void()>> effects_;
   MemoryPlan memory_;
   bool planned_ = false;
-  bool profile_ = false;
+  bool profile_ = false, profile_wall_ = false;
   std::vector<double> profile_us_;  // by step
 };
 

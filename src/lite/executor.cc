@@ -61,6 +61,8 @@ Executor::Executor(ir::Graph graph, Device device, std::string label)
     for (const ir::Dim& d : graph_.values[id].dims) symbolic_ = symbolic_ || d.symbolic();
   const char* p = std::getenv("SPORE_LITE_PROFILE");
   profile_level_ = p ? std::atoi(p) : 0;
+  const char* clock = std::getenv("SPORE_LITE_PROFILE_CLOCK");
+  profile_wall_ = clock && std::string(clock) == "wall";
 }
 
 Executor::~Executor() {
@@ -108,7 +110,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
   // The profile leaves out a plan's first run, which also creates oneDNN's primitives (their JIT
   // compilation would be spread over the ops that happen to create one).
   if (profile_level_ > 0) {
-    if (exe_->step_cpu_us().empty()) exe_->set_profile(true);
+    if (exe_->step_us().empty()) exe_->set_profile(true, profile_wall_);
     else ++profile_runs_;
   }
   return out;
@@ -116,7 +118,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
 
 void Executor::print_profile() const {
   const graph::Graph& g = exe_->graph();
-  const std::vector<double>& us = exe_->step_cpu_us();
+  const std::vector<double>& us = exe_->step_us();
   // Per op: time per prediction, node count, share; the slowest first.
   std::map<std::string, std::pair<double, int>> by_op;
   double total = 0;
@@ -135,8 +137,8 @@ void Executor::print_profile() const {
               std::to_string(p.nodes_after) + " nodes (" + std::to_string(p.ops_fused) + " fused" +
              (p.constants_changed ? ", " + std::to_string(p.constants_changed) + " constants changed" : "") + ")";
   const double runs = (double)profile_runs_;
-  std::fprintf(stderr, "lite profile: %s, %lld predictions after the first, %.3f ms of CPU time each in %zu steps (%s)\n",
-               label_.c_str(), (long long)profile_runs_, total / 1e3 / runs, g.num_nodes(), passes.c_str());
+  std::fprintf(stderr, "lite profile: %s, %lld predictions after the first, %.3f ms of %s each in %zu steps (%s)\n",
+               label_.c_str(), (long long)profile_runs_, total / 1e3 / runs, profile_wall_ ? "wall time" : "CPU time", g.num_nodes(), passes.c_str());
   for (const auto& [t, name] : rows)
     std::fprintf(stderr, "  %-22s %9.3f ms %5.1f %%  %d nodes\n", name.c_str(), t / 1e3 / runs,
                  100.0 * t / std::max(total, 1e-9), by_op[name].second);

@@ -64,6 +64,7 @@ class Executor {
   mutable std::mutex run_mu_;
   // SPORE_LITE_PROFILE=1: time per op, printed when the executor goes away; 2: per step too.
   int profile_level_ = 0;
+  bool profile_wall_ = false;  // SPORE_LITE_PROFILE_CLOCK=wall
   mutable int64_t profile_runs_ = 0;
 };
 

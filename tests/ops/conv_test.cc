@@ -191,6 +191,22 @@ TEST(ConvOps, Conv2dOnOneDnnsBlockedLayouts) {
   for (const ConvCase& c : cases) check_conv_case(c, DType::kFloat32, false);
 }
 
+TEST(ConvOps, Conv2dPointwiseOnThePoolAtTwoThreads) {
+  // NOTE [oneDNN on the pool]: at two threads a float32 1x1 convolution (stride 1, no padding)
+  // over 2^20 multiply-adds runs as one pool-cut matmul per image; strided or padded 1x1s and
+  // grouped ones stay on oneDNN's convolution. All against the float64 reference.
+  const int saved = num_threads();
+  set_num_threads(2);
+  const ConvCase cases[] = {
+      {"1x1 wide", {2, 40, 32, 33}, {48, 40, 1, 1}, {{1}, {0}, {1}, 1}},
+      {"1x1 narrow", {1, 64, 6, 7}, {600, 64, 1, 1}, {{1}, {0}, {1}, 1}},
+      {"1x1 stride 2", {1, 40, 32, 32}, {48, 40, 1, 1}, {{2}, {0}, {1}, 1}},
+      {"1x1 grouped", {1, 64, 32, 32}, {64, 32, 1, 1}, {{1}, {0}, {1}, 2}},
+  };
+  for (const ConvCase& c : cases) check_conv_case(c, DType::kFloat32, false);
+  set_num_threads(saved);
+}
+
 TEST(ConvOps, Conv2dMixedDtypesPromote) {
   const ConvCase& c = conv_cases()[0];
   auto xv = random_values(numel_of(c.xs), DType::kFloat32, -1, 1, 1);

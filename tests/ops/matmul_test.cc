@@ -370,6 +370,33 @@ TEST(MatmulTest, ThreadCounts) {
   }
 }
 
+TEST(MatmulTest, SlabsOnThePoolAtTwoThreads) {
+  // NOTE [oneDNN on the pool]: at two threads a float32 product over 2^20 multiply-adds is cut
+  // into single-threaded oneDNN calls: by columns (n >= 1024), by rows, with B transposed or
+  // read through a padded row pitch (NOTE [Weight pitch]), and a dense layer's stacked batch.
+  ContextGuard guard;
+  set_num_threads(2);
+  const DType f = DType::kFloat32;
+  struct Case {
+    int64_t m, k, n;
+    const char* what;
+  };
+  for (const Case& c : {Case{40, 128, 1100, "columns"}, Case{300, 128, 200, "rows"}, Case{37, 96, 1030, "odd columns"}}) {
+    auto va = rand_for(c.m * c.k, f, 80), vb = rand_for(c.k * c.n, f, 81);
+    const Ref ref = reference(va, {c.m, c.k}, vb, {c.k, c.n});
+    const Tensor a = make(va, Shape{c.m, c.k}, f);
+    expect_matches(matmul(a, make(vb, Shape{c.k, c.n}, f)), ref, c.k, std::string(c.what) + ", row-major B");
+    expect_matches(matmul(a, transposed_view(vb, c.k, c.n, f)), ref, c.k, std::string(c.what) + ", transposed B");
+    std::vector<double> wide((size_t)(c.k * (c.n + 16)), 7.0);  // the padding must never be read into C
+    for (int64_t r = 0; r < c.k; ++r)
+      for (int64_t j = 0; j < c.n; ++j) wide[(size_t)(r * (c.n + 16) + j)] = vb[(size_t)(r * c.n + j)];
+    const Tensor base = make(wide, Shape{c.k, c.n + 16}, f);
+    const Tensor pitched = Tensor::view_of(base.storage(), base.offset(), Shape{c.k, c.n}, Shape{c.n + 16, 1}, f);
+    expect_matches(matmul(a, pitched), ref, c.k, std::string(c.what) + ", padded pitch");
+  }
+  check_case(f, {3, 50, 128}, {128, 1100}, 82);  // x[batch, m, k] @ w[k, n], stacked into one product
+}
+
 TEST(MatmulTest, IntegerWrap) {
   // int8 sums wrap like NumPy's: 100 * 100 * 3 = 30000 -> 30000 mod 256 as int8 = 48.
   Tensor a = make({100, 100, 100}, Shape{1, 3}, DType::kInt8);

@@ -51,11 +51,13 @@ struct Entry {
   dnnl::primitive to_bsrc, to_bwei, from_bdst;
 };
 
-// Below this many multiply-adds the reorders cost more than the blocked convolution saves; below
-// this many output pixels per image (YOLOv8n's 20x20 and 10x10 heads) the blocked one was no
-// faster at one thread and up to a third slower at two.
+// Below this many multiply-adds the reorders cost more than the blocked convolution saves. The
+// pixel floor: with 16 x 16 YOLOv8n (nudenet) ran 25.6 -> 23.4 ms at one thread and 20.6 ->
+// 19.6 at two against 32 x 32 (its 20x20 heads blocked, a 64 -> 64 3x3 at 20x20 1.33 -> 0.86 ms
+// for four); 8 x 8 gained nothing more and lost at two threads. (An earlier 32 x 32 floor was
+// measured while the reorders were planned for two threads and run on one: 3-5x slower.)
 constexpr int64_t kBlockedMacs = int64_t{1} << 20;
-constexpr int64_t kBlockedPixels = 32 * 32;
+constexpr int64_t kBlockedPixels = 16 * 16;
 
 bool wants_blocked(ConvPass pass, const ops::ConvGeometry& g, bool bf16) {
   return pass == ConvPass::kForward && !bf16 && g.groups == 1 && g.kh * g.kw > 1 && g.ho * g.wo >= kBlockedPixels &&
@@ -81,11 +83,14 @@ bool try_blocked(Entry& e, const ops::ConvGeometry& g, const dnnl::primitive_att
       attr, engine());
   if (fwd.src_desc() == e.src && fwd.weights_desc() == e.wei && fwd.dst_desc() == e.dst) return false;
   e.bsrc = fwd.src_desc(), e.bwei = fwd.weights_desc(), e.bdst = fwd.dst_desc();
+  e.scratch = fwd.scratchpad_desc();
+  e.prim = dnnl::convolution_forward(fwd);
+  // The reorders run on the calling thread alone (conv_dnnl), so they are planned for one: planned
+  // for two and run on one, each took 3-5x as long (0.07 against 0.012-0.03 ms at 64 x 40 x 40).
+  dnnl_rt::set_threads(1);
   e.to_bsrc = reorder_of(e.src, e.bsrc, attr, e.to_bsrc_scratch);
   e.to_bwei = reorder_of(e.wei, e.bwei, attr, e.to_bwei_scratch);
   e.from_bdst = reorder_of(e.bdst, e.dst, attr, e.from_bdst_scratch);
-  e.scratch = fwd.scratchpad_desc();
-  e.prim = dnnl::convolution_forward(fwd);
   e.blocked = true;
   return true;
 }
@@ -160,6 +165,10 @@ const Entry* primitive(ConvPass pass, const ops::ConvGeometry& g, bool bf16, int
   if (cache.size() >= 512) cache.clear();  // a bound, not a policy: shapes rarely vary that much
   std::unique_ptr<Entry> e;
   try {
+    // oneDNN plans a primitive's partitioning for the OpenMP thread count current when it is
+    // created (the brgemm convolutions keep that plan): created under a count of 1, left by the
+    // last reorder, a two-thread convolution ran on one.
+    dnnl_rt::set_threads(threads);
     e = create(pass, g, bf16);
   } catch (const dnnl::error&) {
     e.reset();

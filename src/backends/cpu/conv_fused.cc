@@ -118,7 +118,7 @@ void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const f
   // for plain layouts ran 1.3-9x slower per convolution than without (DNNL_VERBOSE, MobileNetV2
   // at 224x224), while the sweep below costs one pass over an output that is still in cache.
   const bool depthwise = g.groups > 1 && g.cg() == 1;  // oneDNN is slow there (conv_kernels.cc)
-  if (!conv_im2col_gemm(g, x, w, y) && (depthwise || !conv_dnnl(ConvPass::kForward, g, false, x, w, y)))
+  if (!conv_pointwise_gemm(g, x, w, y) && !conv_im2col_gemm(g, x, w, y) && (depthwise || !conv_dnnl(ConvPass::kForward, g, false, x, w, y)))
     conv_direct<float>(ConvPass::kForward, g, x, w, y);
   bias_clamp<float>(g, bias, lo, hi, y);
 }

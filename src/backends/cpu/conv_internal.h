@@ -25,6 +25,10 @@ void conv_direct(ConvPass pass, const ops::ConvGeometry& g, const T* a, const T*
 // The forward pass as im2col + one gemm per image (conv_im2col.cc) where that beats oneDNN: a
 // few input channels under a large kernel. Returns false, touching nothing, for other problems.
 bool conv_im2col_gemm(const ops::ConvGeometry& g, const float* x, const float* w, float* y);
+// A float32 forward 1x1 convolution (stride 1, no padding, no groups) as one matmul per image,
+// y[n] (o x hw) = w (o x c) . x[n] (c x hw), which matmul_dnnl cuts over the pool; false when the
+// geometry is not that (conv_im2col.cc).
+bool conv_pointwise_gemm(const ops::ConvGeometry& g, const float* x, const float* w, float* y);
 
 void register_pool_kernels();  // conv_pool.cc
 

@@ -92,7 +92,7 @@ ops::ConvGeometry geometry_of(const KernelCall& c, ConvPass pass) {
 void run_f32(ConvPass pass, const ops::ConvGeometry& g, const float* a, const float* b,
              float* out) {
   const bool depthwise = g.groups > 1 && g.cg() == 1;
-  if (pass == ConvPass::kForward && conv_im2col_gemm(g, a, b, out)) return;
+  if (pass == ConvPass::kForward && (conv_pointwise_gemm(g, a, b, out) || conv_im2col_gemm(g, a, b, out))) return;
   if (depthwise || !conv_dnnl(pass, g, false, a, b, out)) conv_direct<float>(pass, g, a, b, out);
 }
 

@@ -8,7 +8,8 @@
 //   buffer (grown, never shrunk), so one cached primitive can run on several threads at once.
 // * oneDNN parallelises with OpenMP, whose thread count is a per-thread setting: set_threads()
 //   sets it to the calling thread's spore::num_threads() (NOTE [Context scopes]) before each
-//   call. The OpenMP entry points are looked up at run time in the libgomp that libdnnl already
+//   call, and before each primitive is created: oneDNN plans a primitive for the count current
+//   at its creation. The OpenMP entry points are looked up at run time in the libgomp that libdnnl already
 //   loaded, so Spore needs no OpenMP flags of its own for it.
 // * execute() runs the primitive with the calling thread's asynchronous signals held and the
 //   team's workers blocking them: oneDNN's JIT GEMM moves rsp into the heap, where a signal frame

@@ -15,6 +15,7 @@
 // * bfloat16 runs natively (bf16 inputs, float32 accumulation, one rounding to bf16) only where
 //   the CPU has AVX512_BF16; elsewhere oneDNN would emulate it more slowly than the float32 path
 //   the caller then takes (convert, multiply in float32, round once: the same result).
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "matmul_geometry.h"
 #include "dnnl_runtime.h"
 #include "pool_region.h"
+#include "thread_pool.h"
 #include "spore/context.h"
 
 namespace spore::cpu {
@@ -83,6 +85,7 @@ std::shared_ptr<const Entry> primitive(const Mat& a, const Mat& b, const Mat& c,
     e->c = desc_of(c, dt);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl_rt::set_threads(threads);  // the count oneDNN plans for (NOTE [oneDNN runtime])
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a, e->b, e->c), attr, engine());
     e->scratch = pd.scratchpad_desc();
     e->prim = dnnl::matmul(pd);
@@ -100,6 +103,63 @@ void execute(const Entry& e, const void* a, const void* b, void* c) {
   dnnl_rt::execute(e.prim, e.scratch, args);
 }
 
+// NOTE [oneDNN on the pool]: a 2-D product cut into one slab per pool thread, each a
+// single-threaded oneDNN call run as a parallel_for chunk. Columns when n is wide enough
+// (every slab reads all of A and its own columns of B), else rows. False, having written
+// nothing, when the problem is too narrow to cut or oneDNN refuses a slab's shape.
+bool run_on_pool(const Mat& a, const Mat& b, const Mat& c, int threads, memory::data_type dt, const char* A,
+                 const char* B, char* C, size_t item) {
+  const bool by_cols = c.cols >= 512 * threads || c.rows < 16 * threads;
+  if (by_cols ? c.cols < 64 * threads : false) return false;
+  const int64_t extent = by_cols ? c.cols : c.rows;
+  // Slab widths rounded to 16 columns (a cache line of float32) so that slabs start aligned.
+  const int64_t share = (extent + threads - 1) / threads;
+  const int64_t step = by_cols ? (share + 15) & ~int64_t{15} : share;
+  const int64_t slabs = (extent + step - 1) / step;
+  auto slab = [&](int64_t i, Mat& as, Mat& bs, Mat& cs, int64_t& off_a, int64_t& off_b, int64_t& off_c) {
+    const int64_t first = i * step, width = std::min(step, extent - first);
+    as = a, bs = b, cs = c;
+    off_a = off_b = off_c = 0;
+    if (by_cols) {
+      bs.cols = cs.cols = width;
+      off_b = first * b.cs, off_c = first * c.cs;
+    } else {
+      as.rows = cs.rows = width;
+      off_a = first * a.rs, off_c = first * c.rs;
+    }
+  };
+  // Every slab shape (the last may be narrower) is created before any slab runs.
+  std::vector<std::shared_ptr<const Entry>> entries((size_t)slabs);
+  for (int64_t i = 0; i < slabs; ++i) {
+    Mat as, bs, cs;
+    int64_t oa, ob, oc;
+    slab(i, as, bs, cs, oa, ob, oc);
+    if (!(entries[(size_t)i] = primitive(as, bs, cs, 1, dt))) return false;
+  }
+  parallel_for(slabs, 1, [&](int64_t first, int64_t last) {
+    dnnl_rt::set_threads(1);
+    for (int64_t i = first; i < last; ++i) {
+      Mat as, bs, cs;
+      int64_t oa, ob, oc;
+      slab(i, as, bs, cs, oa, ob, oc);
+      execute(*entries[(size_t)i], A + oa * (int64_t)item, B + ob * (int64_t)item, C + oc * (int64_t)item);
+    }
+  });
+  return true;
+}
+
+// Runs a 2-D problem: on the pool when threads > 1 and it cuts, else as one oneDNN call with an
+// OpenMP team of `threads`.
+bool run_2d(const Mat& a, const Mat& b, const Mat& c, int threads, memory::data_type dt, const char* A,
+            const char* B, char* C, size_t item) {
+  if (threads > 1 && run_on_pool(a, b, c, threads, dt, A, B, C, item)) return true;
+  const auto e = primitive(a, b, c, threads, dt);
+  if (!e) return false;
+  dnnl_rt::set_threads(threads);
+  execute(*e, A, B, C);
+  return true;
+}
+
 }  // namespace
 
 bool matmul_dnnl(const MatmulGeometry& g) {
@@ -113,7 +173,6 @@ bool matmul_dnnl(const MatmulGeometry& g) {
     return false;
   }
   const int threads = onednn_threads(g.batch_count() * m * n * k);  // NOTE [Threads that sleep]
-  dnnl_rt::set_threads(threads);
   const size_t item = dtype_size(g.dtype);
   // Element offsets below are scaled by the element size through these byte pointers.
   const char* A = static_cast<const char*>(g.a.data);
@@ -130,20 +189,13 @@ bool matmul_dnnl(const MatmulGeometry& g) {
       Mat a{g.batch[0] * m, k, m == 1 ? bsa : g.a.rs, 1};
       Mat b{k, n, g.b.rs, g.b.cs};
       Mat c{g.batch[0] * m, n, n, 1};
-      if (const auto e = primitive(a, b, c, threads, dt)) {
-        execute(*e, A, B, C);
-        return true;
-      }
+      if (run_2d(a, b, c, threads, dt, A, B, C, item)) return true;
     }
   }
 
   const Mat a2{m, k, g.a.rs, g.a.cs}, b2{k, n, g.b.rs, g.b.cs}, c2{m, n, n, 1};
-  if (nb == 0) {
-    const auto e = primitive(a2, b2, c2, threads, dt);
-    if (!e) return false;
-    execute(*e, A, B, C);
-    return true;
-  }
+  if (nb == 0) return run_2d(a2, b2, c2, threads, dt, A, B, C, item);
+  dnnl_rt::set_threads(threads);
 
   // The innermost batch axis goes to oneDNN as a 3-D problem; outer axes (left after merging in
   // matmul_geometry) are a loop here.
