@@ -310,6 +310,31 @@ def main():
             quant.append(f"{t} thread{'s' * (t > 1)}: Lite int8 {up:.2f}x faster than Lite float32{met}; "
                          f"ONNX Runtime on the same file {ort_up:.2f}x faster than on float32")
             print(quant[-1])
+        # Convolutions: MobileNetV2 b1 in both of `spore lite quantize`'s forms.
+        mnv2 = os.path.join(models, "mobilenetv2_b1.onnx")
+        forms = {}
+        for form in ("dynamic", "qdq"):
+            forms[form] = os.path.join(models, f"mobilenetv2_b1.{form}.onnx")
+            subprocess.run([os.path.join(a.build, "bin/spore"), "lite", "quantize", mnv2, "--format", form, "--out",
+                            forms[form]], check=True, capture_output=True)
+            err = relative_error(exe, forms[form], mnv2)
+            quant.append(f"MobileNetV2 b1, {form} int8 against float32 in Lite: max |y_int8 - y_f32| / max |y_f32| = "
+                         f"{err * 100:.2f}%")
+            print(quant[-1])
+        for t in a.threads:
+            eng = {"f32": Lite(exe, mnv2, t), "ort_f32": Ort(mnv2, t)}
+            for form, path in forms.items():
+                eng[form], eng["ort_" + form] = Lite(exe, path, t), Ort(path, t)
+            med = interleave(eng, a.rounds, 3)
+            for e in eng.values():
+                e.close()
+            for form in forms:
+                rows.append((f"MobileNetV2 b1 int8 {form}, {t} thread{'s' * (t > 1)}", *med[form], *med["ort_" + form]))
+                print_row(rows[-1])
+                quant.append(f"MobileNetV2 b1 {form}, {t} thread{'s' * (t > 1)}: Lite int8 "
+                             f"{med['f32'][0] / med[form][0]:.2f}x Lite float32; ONNX Runtime on the same file "
+                             f"{med['ort_f32'][0] / med['ort_' + form][0]:.2f}x its float32")
+                print(quant[-1])
     if "startup" in only:
         t = a.threads[0]
         med = startup_rows(exe, os.path.join(models, "mobilenetv2_b1"), t, a.rounds)

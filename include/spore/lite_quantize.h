@@ -1,8 +1,13 @@
-// `spore lite quantize`: post-training dynamic int8 quantization of an ONNX model's MatMul and Gemm
-// weights (NOTE [Dynamic int8 products] in docs/design.md), as ONNX Runtime's quantize_dynamic
-// offers. The output is ONNX: each product with a constant weight becomes ONNX Runtime's
-// com.microsoft DynamicQuantizeMatMul over an int8 weight with one scale per output column (its
-// activations are quantized per tensor at run time), which Spore Lite and ONNX Runtime both run.
+// `spore lite quantize`: post-training int8 quantization of an ONNX model's MatMul, Gemm and Conv
+// weights (NOTE [Dynamic int8 products] in docs/design.md), as ONNX Runtime's quantize_dynamic and
+// its QDQ writer offer. Every weight gets one scale per output channel. The output is ONNX, which
+// Spore Lite and ONNX Runtime both run:
+// * dynamic (the default): a product becomes com.microsoft DynamicQuantizeMatMul and a convolution
+//   DynamicQuantizeLinear + ConvInteger + Cast + Mul (+ Add for its bias): activations quantized
+//   per tensor at run time, integer sums;
+// * qdq: each node keeps its op and reads DequantizeLinear(int8 weight, scales, axis): the file's
+//   weights are int8 (a quarter of the size), the arithmetic stays float32 (ONNX's QDQ form for
+//   weights; op set 13 or later).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -12,9 +17,13 @@
 
 namespace spore::lite {
 
+enum class QuantizeFormat { kDynamic, kQdq };
+
 struct QuantizeOptions {
   // Weights with fewer elements stay float32 (a tiny product gains nothing from int8).
   int64_t min_elements = 0;
+  QuantizeFormat format = QuantizeFormat::kDynamic;
+  bool convolutions = true;  // false: Conv nodes stay float32
 };
 
 struct SkippedNode {
@@ -22,7 +31,8 @@ struct SkippedNode {
 };
 
 struct QuantizeReport {
-  int quantized = 0;                 // MatMul and Gemm nodes rewritten
+  int quantized = 0;                 // MatMul, Gemm and Conv nodes rewritten
+  int convolutions = 0;              // of which Conv
   std::vector<SkippedNode> skipped;  // one per product left in float32
   int64_t weight_bytes_before = 0;   // the float32 weights replaced
   int64_t weight_bytes_after = 0;    // their int8 weights and scales

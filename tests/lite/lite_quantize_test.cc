@@ -60,6 +60,59 @@ TEST(LiteQuantize, SporesFileRunsToOnnxRuntimesOutputsOfTheSameQuantization) {
   EXPECT_GT(max_abs_diff(got, f), 0.0);  // it did quantize
 }
 
+Tensor run_cnn(const fs::path& model) { return run(model, "cnn_x.npy"); }
+
+TEST(LiteQuantize, ConvolutionsRunToOnnxRuntimesOutputsOfTheSameQuantization) {
+  // cnn.onnx: four convolutions (a bias or not, stride 2, groups, 1x1) and a Gemm head. The dynamic
+  // form (ConvInteger chains) and the QDQ form against ONNX Runtime on the same quantization made in
+  // numpy, and both against float32.
+  const Tensor f = load_npy((kDir / "cnn_float.npy").string());
+  struct Form {
+    lite::QuantizeFormat format;
+    const char *what, *want;
+    double tolerance;  // relative to max |y|: exact integer sums (dynamic), float32 sums (qdq)
+  };
+  for (const Form& form : {Form{lite::QuantizeFormat::kDynamic, "dynamic", "cnn_dynamic.npy", 1e-6},
+                           Form{lite::QuantizeFormat::kQdq, "qdq", "cnn_qdq.npy", 1e-5}}) {
+    TempPath out(form.what);
+    lite::QuantizeOptions o;
+    o.format = form.format;
+    const lite::QuantizeReport r = lite::quantize_onnx(kDir / "cnn.onnx", out.p, o);
+    EXPECT_EQ(r.quantized, 5) << form.what;
+    EXPECT_EQ(r.convolutions, 4) << form.what;
+    EXPECT_TRUE(r.skipped.empty()) << form.what;
+    const int64_t conv_weights = 8 * 3 * 9 + 16 * 8 * 9 + 16 * 4 * 9 + 12 * 16, gemm = 10 * 768;
+    EXPECT_EQ(r.weight_bytes_before, (conv_weights + gemm) * 4) << form.what;
+    EXPECT_EQ(r.weight_bytes_after, conv_weights + gemm + (8 + 16 + 16 + 12 + 10) * 4) << form.what;
+    const Tensor got = run_cnn(out.p), want = load_npy((kDir / form.want).string());
+    ASSERT_EQ(got.shape(), want.shape()) << form.what;
+    EXPECT_LE(max_abs_diff(got, want), form.tolerance * max_abs(want)) << form.what;
+    EXPECT_LT(max_abs_diff(got, f) / max_abs(f), 0.03) << form.what;
+    EXPECT_GT(max_abs_diff(got, f), 0.0) << form.what;
+  }
+  // The numpy-made files themselves run to ONNX Runtime's outputs.
+  for (const char* form : {"dynamic", "qdq"}) {
+    const Tensor want = load_npy((kDir / ("cnn_" + std::string(form) + ".npy")).string());
+    EXPECT_LE(max_abs_diff(run_cnn(kDir / ("cnn_" + std::string(form) + ".onnx")), want), 1e-5 * max_abs(want)) << form;
+  }
+}
+
+TEST(LiteQuantize, ConvolutionsCanStayFloat32) {
+  TempPath out;
+  lite::QuantizeOptions o;
+  o.convolutions = false;
+  const lite::QuantizeReport r = lite::quantize_onnx(kDir / "cnn.onnx", out.p, o);
+  EXPECT_EQ(r.quantized, 1);
+  EXPECT_EQ(r.convolutions, 0);
+  ASSERT_EQ(r.skipped.size(), 4u);
+  for (const auto& s : r.skipped) {
+    EXPECT_EQ(s.op, "Conv");
+    EXPECT_NE(s.why.find("--no-conv"), std::string::npos) << s.why;
+  }
+  const Tensor f = load_npy((kDir / "cnn_float.npy").string());
+  EXPECT_LT(max_abs_diff(run_cnn(out.p), f) / max_abs(f), 0.03);
+}
+
 TEST(LiteQuantize, OnnxRuntimesDynamicQuantizeMatMulFilesRunToItsOutputs) {
   const Tensor a = run(kDir / "mlp_int8.onnx", "x.npy"), want = load_npy((kDir / "int8.npy").string());
   EXPECT_LE(max_abs_diff(a, want), 1e-6 * max_abs(want));

@@ -58,13 +58,31 @@ TEST(OnnxCli, LiteQuantizeWritesAModelThatLiteRunRuns) {
   ASSERT_EQ(std::system(quantize.c_str()), 0) << quantize;
   std::ifstream report(out / "report.txt");
   const std::string text((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("quantized 2 products to int8"), std::string::npos) << text;
+  EXPECT_NE(text.find("quantized 2 weights to int8 (2 products, 0 convolutions; dynamic"), std::string::npos) << text;
   const std::string run = bin + " lite run " + (out / "mlp.int8.onnx").string() + " --input x=" + (q / "x.npy").string() +
                           " --output " + out.path().string() + " --repeat 1 > /dev/null";
   ASSERT_EQ(std::system(run.c_str()), 0) << run;
   const Tensor got = data::load_npy((out / "y.npy").string()), want = data::load_npy((q / "int8.npy").string());
   EXPECT_EQ(got.shape(), want.shape());
   EXPECT_LE(max_abs_diff(got, want), 1e-5);  // ONNX Runtime on the same quantization (|y| < 2)
+  // --format qdq on convolutions and a Gemm.
+  const std::string qdq = bin + " lite quantize " + (q / "cnn.onnx").string() + " --format qdq --out " +
+                          (out / "cnn.qdq.onnx").string() + " > " + (out / "report.txt").string();
+  ASSERT_EQ(std::system(qdq.c_str()), 0) << qdq;
+  std::ifstream report2(out / "report.txt");
+  const std::string text2((std::istreambuf_iterator<char>(report2)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text2.find("quantized 5 weights to int8 (1 product, 4 convolutions; QDQ"), std::string::npos) << text2;
+  const std::string run2 = bin + " lite run " + (out / "cnn.qdq.onnx").string() + " --input x=" +
+                           (q / "cnn_x.npy").string() + " --output " + out.path().string() + " --repeat 1 > /dev/null";
+  ASSERT_EQ(std::system(run2.c_str()), 0) << run2;
+  const Tensor got2 = data::load_npy((out / "y.npy").string()), want2 = data::load_npy((q / "cnn_qdq.npy").string());
+  EXPECT_EQ(got2.shape(), want2.shape());
+  EXPECT_LE(max_abs_diff(got2, want2), 1e-4);
+  // A format that is not one of the two is refused by the parser, and nothing is written.
+  const std::string bad = bin + " lite quantize " + (q / "cnn.onnx").string() + " --format int4 --out " +
+                          (out / "bad.onnx").string() + " > /dev/null 2>&1";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  EXPECT_FALSE(fs::exists(out / "bad.onnx"));
 }
 
 }  // namespace

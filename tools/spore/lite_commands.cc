@@ -2,8 +2,8 @@
 // command line, times it, and writes each output as .npy (NOTE [Lite runtime]). Output names come
 // from the model file, so each becomes a file name through unique_safe_file_names (NOTE [Safe file
 // names]): an ordinary name "y" is DIR/y.npy, and no name can put a file outside DIR.
-// spore lite quantize IN.onnx --out OUT.onnx: dynamic int8 quantization of the MatMul and Gemm
-// weights (NOTE [Dynamic int8 products]).
+// spore lite quantize IN.onnx --out OUT.onnx [--format dynamic|qdq] [--no-conv]: int8 quantization of
+// the MatMul, Gemm and Conv weights (NOTE [Dynamic int8 products]).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -148,8 +148,9 @@ int run(const LiteRunOptions& o) {
 }
 
 struct LiteQuantizeOptions {
-  std::string in, out;
+  std::string in, out, format = "dynamic";
   int64_t min_elements = 0;
+  bool no_conv = false;
 };
 
 std::string mib(int64_t bytes) {
@@ -162,11 +163,18 @@ std::string mib(int64_t bytes) {
 int quantize(const LiteQuantizeOptions& o) {
   lite::QuantizeOptions q;
   q.min_elements = o.min_elements;
+  q.format = o.format == "qdq" ? lite::QuantizeFormat::kQdq : lite::QuantizeFormat::kDynamic;
+  q.convolutions = !o.no_conv;
   const lite::QuantizeReport r = lite::quantize_onnx(o.in, o.out, q);
   if (r.quantized == 0) {
-    std::printf("no MatMul or Gemm with a float32 initializer weight was found: %s is written unchanged\n", o.out.c_str());
+    std::printf("no MatMul, Gemm or Conv with a float32 initializer weight was quantized: %s is written unchanged\n",
+                o.out.c_str());
   } else {
-    std::printf("quantized %d products to int8 (dynamic, one scale per output column): weights %s -> %s\n", r.quantized,
+    const int products = r.quantized - r.convolutions;
+    std::printf("quantized %d weights to int8 (%d product%s, %d convolution%s; %s, one scale per output channel): "
+                "weights %s -> %s\n",
+                r.quantized, products, products == 1 ? "" : "s", r.convolutions, r.convolutions == 1 ? "" : "s",
+                o.format == "qdq" ? "QDQ: DequantizeLinear before float32 ops" : "dynamic: integer sums",
                 mib(r.weight_bytes_before).c_str(), mib(r.weight_bytes_after).c_str());
     std::printf("file %s -> %s: %s\n", mib(r.file_bytes_before).c_str(), mib(r.file_bytes_after).c_str(), o.out.c_str());
   }
@@ -198,13 +206,20 @@ void add_lite_commands(CLI::App& app, Handlers& h) {
   run_cmd->add_flag("--zeros", o->zeros, "Fill inputs not given with zeros (timing only)");
   run_cmd->callback([&h, o] { h.action = [o] { return run(*o); }; });
   auto* quantize_cmd = add_command(*lite_cmd, "quantize",
-                                   "Quantize an ONNX model's MatMul and Gemm weights to int8 (dynamic, per column), "
-                                   "as ONNX Runtime's quantize_dynamic does",
+                                   "Quantize an ONNX model's MatMul, Gemm and Conv weights to int8 (per output channel), "
+                                   "as ONNX Runtime's quantize_dynamic (or its QDQ form) does",
                                    "spore lite quantize model.onnx --out model.int8.onnx");
   auto q = std::make_shared<LiteQuantizeOptions>();
   quantize_cmd->add_option("FILE", q->in, "The float32 ONNX model")->required();
   quantize_cmd->add_option("--out", q->out, "Where to write the quantized ONNX model")->required();
   quantize_cmd->add_option("--min-elements", q->min_elements, "Weights smaller than this stay float32")->capture_default_str();
+  quantize_cmd
+      ->add_option("--format", q->format,
+                   "dynamic: integer products with activations quantized at run time; qdq: int8 weights "
+                   "dequantized before float32 ops (op set 13+)")
+      ->check(CLI::IsMember({"dynamic", "qdq"}))
+      ->capture_default_str();
+  quantize_cmd->add_flag("--no-conv", q->no_conv, "Leave Conv weights in float32");
   quantize_cmd->callback([&h, q] { h.action = [q] { return quantize(*q); }; });
 }
 
