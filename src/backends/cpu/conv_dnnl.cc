@@ -52,15 +52,27 @@ struct Entry {
 };
 
 // Below this many multiply-adds the reorders cost more than the blocked convolution saves. The
-// pixel floor: with 16 x 16 YOLOv8n (nudenet) ran 25.6 -> 23.4 ms at one thread and 20.6 ->
-// 19.6 at two against 32 x 32 (its 20x20 heads blocked, a 64 -> 64 3x3 at 20x20 1.33 -> 0.86 ms
-// for four); 8 x 8 gained nothing more and lost at two threads. (An earlier 32 x 32 floor was
-// measured while the reorders were planned for two threads and run on one: 3-5x slower.)
+// output must be at least kBlockedPixels pixels, or at least kBlockedSide on each side: with
+// 16 x 16 squares blocked too, YOLOv8n (nudenet) ran 25.6 -> 23.4 ms at one thread and 20.6 ->
+// 19.6 at two (its 20x20 heads; a 64 -> 64 3x3 at 20x20 1.33 -> 0.86 ms for four); 8 x 8 gained
+// nothing more and lost at two threads. A 1-D output (one row or one column) is never blocked:
+// magika's 5-tap convolution (256 -> 512 channels, 508 x 1) took 17 ms blocked against 5 ms
+// plain, and 128 -> 128 over 2048 x 1 7.4 against 4.1 ms (1.8x at two threads as well). (An
+// earlier 32 x 32 floor was measured while the reorders were planned for two threads and run on
+// one: 3-5x slower.)
 constexpr int64_t kBlockedMacs = int64_t{1} << 20;
-constexpr int64_t kBlockedPixels = 16 * 16;
+// A convolution under this many multiply-adds runs on the calling thread alone, above
+// onednn_threads's general 2^20: waking the OpenMP team (its workers sleep, NOTE [Threads that
+// sleep]) took longer than a small convolution's second half. openWakeWord's embedding CNN (20
+// convolutions of 2-12 M multiply-adds, 40-55 us each) ran 2.7 ms at two threads against 1.8 at
+// one; with this floor 1.85 ms, while YOLOv8n, PP-OCRv4's detector and PicoDet kept their
+// two-thread times (16 M lost 1 ms on YOLOv8n).
+constexpr int64_t kSerialConvMacs = int64_t{1} << 22;
+constexpr int64_t kBlockedPixels = 32 * 32, kBlockedSide = 16;
 
 bool wants_blocked(ConvPass pass, const ops::ConvGeometry& g, bool bf16) {
-  return pass == ConvPass::kForward && !bf16 && g.groups == 1 && g.kh * g.kw > 1 && g.ho * g.wo >= kBlockedPixels &&
+  const bool large = g.ho * g.wo >= kBlockedPixels || (g.ho >= kBlockedSide && g.wo >= kBlockedSide);
+  return pass == ConvPass::kForward && !bf16 && g.groups == 1 && g.kh * g.kw > 1 && g.ho > 1 && g.wo > 1 && large &&
          g.n * g.o * g.ho * g.wo * g.c * g.kh * g.kw >= kBlockedMacs;
 }
 
@@ -180,7 +192,8 @@ const Entry* primitive(ConvPass pass, const ops::ConvGeometry& g, bool bf16, int
 
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
                void* out) {
-  const int threads = onednn_threads(g.n * g.o * g.ho * g.wo * g.cg() * g.kh * g.kw);  // NOTE [Threads that sleep]
+  const int64_t macs = g.n * g.o * g.ho * g.wo * g.cg() * g.kh * g.kw;
+  const int threads = macs < kSerialConvMacs ? 1 : onednn_threads(macs);  // NOTE [Threads that sleep]
   const Entry* e = primitive(pass, g, bf16, threads);
   if (!e) return false;
   dnnl_rt::set_threads(threads);
