@@ -236,6 +236,29 @@ TEST(ElementwiseBinary, IntegerEdgeCasesAreDefined) {
             (uint8_t)243);
 }
 
+TEST(ElementwiseBinary, PowByTwoIsTheCorrectlyRoundedSquare) {
+  // An exponent of 2 runs as a product (NumPy's and PyTorch's special case): x * x rounded once,
+  // which is the float64 square rounded to float32; special values as pow defines them.
+  const float nan = std::nanf(""), inf = INFINITY, tiny = std::numeric_limits<float>::denorm_min();
+  std::vector<float> x = {1.1f, -3.7f, 0.0f, -0.0f, inf, -inf, nan, tiny, 1e20f, 3.0e-20f, 65504.5f, -1.0f};
+  for (int i = 0; i < 200; ++i) x.push_back(std::ldexp(1.0f + (float)i / 173.0f, i % 40 - 20) * (i % 2 ? -1.0f : 1.0f));
+  const Tensor t = Tensor::from_vector(x);
+  for (const Tensor& got : {pow(t, Tensor::scalar(2.0f)), pow(t, Tensor::from_vector<float>(std::vector<float>(x.size(), 2.0f)))}) {
+    const std::vector<float> v = got.to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = (float)((double)x[i] * (double)x[i]);
+      if (std::isnan(x[i])) EXPECT_TRUE(std::isnan(v[i]));
+      else EXPECT_EQ(v[i], want) << "x = " << x[i];
+      if (!std::isnan(x[i])) EXPECT_FALSE(std::signbit(v[i])) << "x = " << x[i];
+    }
+  }
+  // Other exponents still go through pow.
+  EXPECT_EQ(pow(Tensor::from_vector<float>({2.0f}), Tensor::scalar(3.0f)).to_vector<float>()[0], 8.0f);
+  EXPECT_EQ(pow(Tensor::from_vector<float>({-8.0f}), Tensor::scalar(0.5f)).to_vector<float>()[0] !=
+                pow(Tensor::from_vector<float>({-8.0f}), Tensor::scalar(0.5f)).to_vector<float>()[0],
+            true);  // NaN: a negative base to a non-integer power
+}
+
 TEST(ElementwiseBinary, FloatSpecialValues) {
   const float nan = std::nanf(""), inf = INFINITY;
   Tensor a = Tensor::from_vector<float>({nan, 1, -inf, 2});
