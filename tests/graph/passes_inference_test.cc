@@ -244,8 +244,8 @@ TEST(InferencePasses, SubnormalFloat32ConstantsAreFlushedToSignedZeros) {
 }
 
 TEST(InferencePasses, LargeMatmulWeightsGetAPaddedRowPitch) {
-  // NOTE [Weight pitch]: a 300 x 256 row-major weight (76,800 elements) is copied into rows of
-  // 272 floats and read through a view; a small one and a transposed view are left alone.
+  // NOTE [Weight pitch]: a 300 x 256 row-major weight (76,800 elements) and a transposed view of
+  // that size are copied into rows of 272 floats and read through a view; a small one is left alone.
   const Tensor big = random_uniform({300, 256}, 31, -1, 1);
   const Tensor small = random_uniform({16, 64}, 32, -1, 1);
   const Tensor wide_t = permute(random_uniform({256, 300}, 33, -1, 1), {1, 0});
@@ -259,7 +259,7 @@ TEST(InferencePasses, LargeMatmulWeightsGetAPaddedRowPitch) {
   b.outputs({y, ys, yt});
   const PassStats s = pad_matmul_weight_pitch(b.g);
   b.g.validate();
-  EXPECT_EQ(s.constants_changed, 1);
+  EXPECT_EQ(s.constants_changed, 2);
   const ValueId padded = b.g.inputs(b.g.node(0))[1];
   ASSERT_NE(padded, bigv);
   EXPECT_EQ(b.g.value(padded).name, "w_big");
@@ -268,7 +268,10 @@ TEST(InferencePasses, LargeMatmulWeightsGetAPaddedRowPitch) {
   EXPECT_EQ(pw.strides(), (Shape{272, 1}));
   EXPECT_EQ(test::bytes(pw.contiguous()), test::bytes(big));
   EXPECT_EQ(b.g.value(b.g.inputs(b.g.node(1))[1]).tensor.strides(), (Shape{64, 1}));
-  EXPECT_EQ(b.g.value(b.g.inputs(b.g.node(2))[1]).tensor.strides(), (Shape{1, 300}));
+  const Tensor& pt = b.g.value(b.g.inputs(b.g.node(2))[1]).tensor;
+  EXPECT_EQ(pt.strides(), (Shape{272, 1}));
+  EXPECT_EQ(test::bytes(pt.contiguous()), test::bytes(wide_t.contiguous()));
+  EXPECT_EQ(pad_matmul_weight_pitch(b.g).constants_changed, 0) << "a padded weight is not padded again";
   // The product over the padded rows against float64.
   const std::vector<Tensor> got = b.run();
   const std::vector<double> xv = b.inputs[0].to_vector<double>(), wv = big.to_vector<double>();
@@ -277,6 +280,12 @@ TEST(InferencePasses, LargeMatmulWeightsGetAPaddedRowPitch) {
     for (int j = 0; j < 256; ++j)
       for (int q = 0; q < 300; ++q) ref[(size_t)(i * 256 + j)] += xv[(size_t)(i * 300 + q)] * wv[(size_t)(q * 256 + j)];
   spore::test::expect_close(got[0], ref, spore::test::Tol{1e-5, 1e-5}, "matmul over the padded weight");
+  const std::vector<double> tv = wide_t.contiguous().to_vector<double>();
+  std::vector<double> ref_t(7 * 256, 0.0);
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 256; ++j)
+      for (int q = 0; q < 300; ++q) ref_t[(size_t)(i * 256 + j)] += xv[(size_t)(i * 300 + q)] * tv[(size_t)(q * 256 + j)];
+  spore::test::expect_close(got[2], ref_t, spore::test::Tol{1e-5, 1e-5}, "matmul over the padded transposed weight");
   // run_passes runs it with `inference` only.
   PassOptions o;
   o.inference = true;

@@ -1,6 +1,7 @@
-// Matmul weights stored with a padded row pitch (NOTE [Weight pitch]): a large row-major float32
-// constant that a matmul reads as its right operand is replaced by a view of a copy whose rows
-// are kWeightPitchPad floats longer, so oneDNN reads it through its general gemm.
+// Matmul weights stored with a padded row pitch (NOTE [Weight pitch]): a large float32 constant
+// that a matmul reads as its right operand, row-major or transposed, is replaced by a view of a
+// row-major copy whose rows are kWeightPitchPad floats longer, so oneDNN reads it through its
+// general gemm.
 #include <cstring>
 
 #include "graph/passes/pass_util.h"
@@ -15,12 +16,19 @@ constexpr int64_t kWeightPitchPad = 16;
 // Below this many elements (256 KiB of float32) the implementations differ by microseconds.
 constexpr int64_t kWeightPitchMinElements = int64_t{1} << 16;
 
+// Row-major or a transposed view (a Gemm's transB weight, folded with its strides): both go to
+// brgemm. A weight already read through a padded pitch is left as it is.
 bool padded_candidate(const Tensor& t) {
-  return t.defined() && t.dtype() == DType::kFloat32 && t.device() == Device::cpu() && t.shape().ndim() == 2 &&
-         t.is_contiguous() && t.shape()[1] >= 64 && t.numel() >= kWeightPitchMinElements;
+  if (!t.defined() || t.dtype() != DType::kFloat32 || !(t.device() == Device::cpu()) || t.shape().ndim() != 2 ||
+      t.shape()[1] < 64 || t.numel() < kWeightPitchMinElements)
+    return false;
+  const bool row_major = t.strides()[1] == 1 && t.strides()[0] == t.shape()[1];
+  const bool transposed = t.strides()[0] == 1 && t.strides()[1] == t.shape()[0];
+  return row_major || transposed;
 }
 
-Tensor with_padded_pitch(const Tensor& w) {
+Tensor with_padded_pitch(const Tensor& weight) {
+  const Tensor w = weight.contiguous();
   const int64_t k = w.shape()[0], n = w.shape()[1], pitch = n + kWeightPitchPad;
   Tensor storage = Tensor::empty(Shape{k, pitch}, DType::kFloat32, Device::cpu());
   const float* src = w.data<float>();
