@@ -380,7 +380,7 @@ def write_readme(rows, libs, load0, load1, a, quant):
     for name, (full, stripped) in libs.items():
         out.append(f"- `{name}`: {full / 1e6:.2f} MB, {stripped / 1e6:.2f} MB stripped (`strip --strip-unneeded`)")
     if quant:
-        out += ["", "`spore lite quantize` on the BERT-base layer (issue 26, item 5):", ""] + [f"- {q}" for q in quant]
+        out += ["", "`spore lite quantize` (issue 26, item 5): the BERT-base layer (dynamic), MobileNetV2 b1 (both forms):", ""] + [f"- {q}" for q in quant]
     out += ["", "Rows missing the 1.0x target on wall time: " + ("; ".join(missed) if missed else "none") + ".", "", END]
     path = os.path.join(ROOT, "bench/README.md")
     text = open(path).read()

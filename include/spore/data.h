@@ -189,6 +189,10 @@ Tensor load_npy(const std::string& path);
 // Writes version 1.0 (2.0 when the header needs it), little-endian. bfloat16 has no .npy
 // dtype: cast it first.
 void save_npy(const std::string& path, const Tensor& tensor);
+// Writes an integer tensor as .npy's "int16", "uint16" or "uint32" (little-endian): the types an
+// ONNX model's values carried in a wider dtype have (NOTE [ONNX carried types]). kValue when an
+// element does not fit the type or the type is another; kDType for a floating-point tensor.
+void save_npy_narrowed(const std::string& path, const Tensor& tensor, const std::string& type);
 // IDX (big-endian dims): element types uint8 (0x08), int8 (0x09), int32 (0x0C), float32 (0x0D),
 // float64 (0x0E).
 Tensor load_idx(const std::string& path);

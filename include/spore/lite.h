@@ -34,6 +34,9 @@ struct TensorInfo {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
   std::vector<std::string> symbols;  // per dimension; "" where fixed
+  // An ONNX output of a type Spore carries in a wider dtype (NOTE [ONNX carried types]): the
+  // file's type ("uint16", "float8e4m3fn"); `dtype` is then its carrier. Empty otherwise.
+  std::string carried;
   std::string str() const;           // "x: float32[batch, 3]"
 };
 

@@ -51,9 +51,16 @@ class InputValueNeeded : public Error {
 ir::Model read_onnx_with_inputs(std::span<const uint8_t> bytes, const std::string& label,
                                 const std::map<std::string, Tensor>& inputs, std::vector<std::string>* used);
 
-// The graph's inputs and outputs (names, dtypes, dimensions) as declared, without mapping.
+// The graph's inputs and outputs (names, dtypes, dimensions) as declared, without mapping;
+// `carried_outputs` (when given) receives each output's carried ONNX type name, "" where Spore has
+// the type itself (NOTE [ONNX carried types]).
 std::pair<std::vector<ir::Value>, std::vector<ir::Value>> onnx_signature(std::span<const uint8_t> bytes,
-                                                                         const std::string& label);
+                                                                         const std::string& label,
+                                                                         std::vector<std::string>* carried_outputs = nullptr);
+
+// The metadata key under which a mapped model records output k's carried ONNX type ("uint16"):
+// outputs of such types come back in their carrier dtype (NOTE [ONNX carried types]).
+std::string carried_output_key(size_t k);
 
 // Whether the ONNX op type has a mapping here: "Conv" for the default domain, "domain/op" for
 // another ("com.microsoft/DynamicQuantizeLSTM"); the conformance runner's filter.

@@ -322,9 +322,10 @@ Tensor load_npy(const std::string& path) {
   return detail::read_npy(path);
 }
 
-void save_npy(const std::string& path, const Tensor& tensor) {
-  Tensor t = detail::to_host(tensor);
-  const char* descr = detail::npy_descr(t.dtype(), path);
+namespace {
+
+// Magic, version, header length and the header dict, padded as NumPy pads them.
+std::string npy_header(const char* descr, const Tensor& t) {
   std::string shape = "(";
   for (int i = 0; i < t.ndim(); ++i)
     shape += std::to_string(t.shape()[i]) + (t.ndim() == 1 ? "," : i + 1 < t.ndim() ? ", " : "");
@@ -347,10 +348,49 @@ void save_npy(const std::string& path, const Tensor& tensor) {
   head += (char)major;
   head += (char)0;
   for (int i = 0; i < (major == 1 ? 2 : 4); ++i) head += (char)((len >> (8 * i)) & 0xff);
+  return head + dict;
+}
+
+}  // namespace
+
+void save_npy(const std::string& path, const Tensor& tensor) {
+  Tensor t = detail::to_host(tensor);
+  const std::string head = npy_header(detail::npy_descr(t.dtype(), path), t);
   detail::OutFile f(path);
   f.write(head.data(), head.size());
-  f.write(dict.data(), dict.size());
   f.write_tensor(t);
+  f.close();
+}
+
+void save_npy_narrowed(const std::string& path, const Tensor& tensor, const std::string& type) {
+  struct Narrow {
+    const char *name, *descr;
+    int bytes;
+    int64_t lo, hi;
+  };
+  static const Narrow kNarrow[] = {{"int16", "<i2", 2, INT16_MIN, INT16_MAX},
+                                   {"uint16", "<u2", 2, 0, UINT16_MAX},
+                                   {"uint32", "<u4", 4, 0, UINT32_MAX}};
+  const Narrow* n = nullptr;
+  for (const Narrow& k : kNarrow)
+    if (type == k.name) n = &k;
+  if (!n) throw Error(ErrorCode::kValue, "save_npy_narrowed('" + path + "'): '" + type + "' is not int16, uint16 or uint32");
+  if (!is_integral(tensor.dtype()))
+    throw Error(ErrorCode::kDType, "save_npy_narrowed('" + path + "'): the tensor is " + dtype_name(tensor.dtype()) +
+                                       ", not an integer tensor");
+  const Tensor t = detail::to_host(tensor).to(DType::kInt64).contiguous();
+  const int64_t* v = t.data<int64_t>();
+  std::string bytes((size_t)(t.numel() * n->bytes), '\0');
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (v[i] < n->lo || v[i] > n->hi)
+      throw Error(ErrorCode::kValue, "save_npy_narrowed('" + path + "'): element " + std::to_string(i) + " is " +
+                                         std::to_string(v[i]) + ", outside " + n->name);
+    for (int b = 0; b < n->bytes; ++b) bytes[(size_t)(i * n->bytes + b)] = (char)(((uint64_t)v[i] >> (8 * b)) & 0xff);
+  }
+  const std::string head = npy_header(n->descr, t);
+  detail::OutFile f(path);
+  f.write(head.data(), head.size());
+  f.write(bytes.data(), bytes.size());
   f.close();
 }
 

@@ -31,7 +31,7 @@ std::string TensorInfo::str() const {
   std::string s = name + ": " + dtype_name(dtype) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + (symbols[i].empty() ? std::to_string(shape[i]) : symbols[i]);
-  return s + "]";
+  return s + "]" + (carried.empty() ? "" : " (" + carried + " in the file)");
 }
 
 struct Model::Impl {
@@ -184,15 +184,22 @@ Model Model::build_from_file(const std::filesystem::path& path, ModelType type, 
     m = ir::read_model(path);
   }
   if (impl->map_at_predict) {
-    auto [ins, outs] = onnx::onnx_signature(impl->onnx_bytes, label);
+    std::vector<std::string> carried;
+    auto [ins, outs] = onnx::onnx_signature(impl->onnx_bytes, label, &carried);
     for (size_t i = 0; i < ins.size(); ++i) impl->inputs.push_back(info_of(ins[i], (uint32_t)i));
-    for (size_t i = 0; i < outs.size(); ++i) impl->outputs.push_back(info_of(outs[i], (uint32_t)i));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      impl->outputs.push_back(info_of(outs[i], (uint32_t)i));
+      impl->outputs.back().carried = carried[i];
+    }
     for (const TensorInfo& t : impl->inputs) impl->fixed.push_back(t.shape);
     impl->device = choose_target(context, label, impl->target, impl->skipped);
     return Model(std::move(impl));
   }
   for (uint32_t id : m.graph.inputs) impl->inputs.push_back(info_of(m.graph.values[id], id));
   impl->outputs = visible_outputs(m.graph, m.ragged);
+  for (size_t k = 0; k < impl->outputs.size(); ++k)  // NOTE [ONNX carried types]
+    for (const auto& [key, value] : m.metadata)
+      if (key == onnx::carried_output_key(k)) impl->outputs[k].carried = value;
   impl->ragged = m.ragged;
   for (const TensorInfo& t : impl->inputs) impl->fixed.push_back(t.shape);
   const Device device = choose_target(context, label, impl->target, impl->skipped);

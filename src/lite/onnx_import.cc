@@ -1141,8 +1141,11 @@ void map_nodes(Mapper& m, const GraphProto& graph, const std::string& label) {
   }
 }
 
+// `carried_outputs` (when given) receives each output's carried ONNX type name, "" for the others
+// (NOTE [ONNX carried types]): what the mapping found, whether or not the file declares the type.
 ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t opset, std::vector<ir::RaggedOutput>& ragged,
-                    const std::map<std::string, Tensor>* given = nullptr, std::set<std::string>* used = nullptr) {
+                    const std::map<std::string, Tensor>* given = nullptr, std::set<std::string>* used = nullptr,
+                    std::vector<std::string>* carried_outputs = nullptr) {
   const ::onnx::GraphProto& graph = model.graph();
   Mapper m;
   m.label = label;
@@ -1204,6 +1207,10 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     auto v = m.names.find(out.name());
     if (v == m.names.end()) fail(ErrorCode::kFormat, label + ": graph output '" + out.name() + "' is made by no node");
     uint32_t id = v->second;
+    if (carried_outputs) {
+      const Carried* ct = m.carried.count(id) ? carried_type(m.carried.at(id)) : nullptr;
+      carried_outputs->push_back(ct ? ct->name : "");
+    }
     // Each output gets a value of its own bearing its name (an output that is an input, a weight
     // or another output is copied).
     bool shared = m.g.values[id].kind != ir::ValueKind::kNode || !m.g.values[id].name.empty();
@@ -1263,8 +1270,11 @@ ir::Model map_model(const ModelProto& model, const std::string& label, const std
                                        dim_symbol(shape.dim(d), in.name(), d) +
                                        "'; the graph is mapped when predict gives the shapes");
   }
-  out.graph = map_graph(model, label, opset, out.ragged);
+  std::vector<std::string> carried;
+  out.graph = map_graph(model, label, opset, out.ragged, nullptr, nullptr, &carried);
   out.metadata.emplace_back("onnx.opset", std::to_string(opset));
+  for (size_t k = 0; k < carried.size(); ++k)
+    if (!carried[k].empty()) out.metadata.emplace_back(carried_output_key(k), carried[k]);
   for (const auto& p : model.metadata_props()) out.metadata.emplace_back(p.key(), p.value());
   return out;
 }
@@ -1309,8 +1319,18 @@ ir::Model read_onnx_with_inputs(std::span<const uint8_t> bytes, const std::strin
   return m;
 }
 
-std::pair<std::vector<ir::Value>, std::vector<ir::Value>> onnx_signature(std::span<const uint8_t> bytes, const std::string& label) {
+std::string carried_output_key(size_t k) { return "onnx.carried_output." + std::to_string(k); }
+
+std::pair<std::vector<ir::Value>, std::vector<ir::Value>> onnx_signature(std::span<const uint8_t> bytes, const std::string& label,
+                                                                         std::vector<std::string>* carried_outputs) {
   const ModelProto model = parse(bytes, label);
+  if (carried_outputs) {
+    carried_outputs->clear();
+    for (const auto& v : model.graph().output()) {
+      const Carried* ct = v.type().has_tensor_type() ? carried_type(v.type().tensor_type().elem_type()) : nullptr;
+      carried_outputs->push_back(ct ? ct->name : "");
+    }
+  }
   std::set<std::string> initializers;
   for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
   std::pair<std::vector<ir::Value>, std::vector<ir::Value>> out;

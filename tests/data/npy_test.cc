@@ -78,6 +78,27 @@ TEST(DataNpy, NarrowerIntegersAreWidened) {
   EXPECT_EQ(u4.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 4294967295LL, 3000000000LL}));
 }
 
+// save_npy_narrowed writes the bytes NumPy wrote for the same int16 and uint32 arrays, and the
+// uint16 one reads back; out-of-range values and float tensors are typed errors.
+TEST(DataNpy, NarrowedIntegersAreWrittenAsNumpyWritesThem) {
+  ScratchDir dir;
+  save_npy_narrowed(dir.path("i2.npy"), Tensor::from_vector<int32_t>({-32768, -1, 0, 1, 32767}), "int16");
+  EXPECT_EQ(read_all(dir.path("i2.npy")), read_all(fixture("i2_extremes.npy")));
+  save_npy_narrowed(dir.path("u4.npy"), Tensor::from_vector<int64_t>({0, 1, 4294967295LL, 3000000000LL}), "uint32");
+  EXPECT_EQ(read_all(dir.path("u4.npy")), read_all(fixture("u4_extremes.npy")));
+  save_npy_narrowed(dir.path("u2.npy"), Tensor::from_vector<int64_t>({0, 1, 65535, 40000}), "uint16");
+  EXPECT_EQ(load_npy(dir.path("u2.npy")).to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 65535, 40000}));
+  test::expect_error([&] { save_npy_narrowed(dir.path("bad.npy"), Tensor::from_vector<int64_t>({65536}), "uint16"); },
+                     ErrorCode::kValue, "65536", "uint16");
+  test::expect_error([&] { save_npy_narrowed(dir.path("bad.npy"), Tensor::from_vector<int32_t>({-1}), "uint32"); },
+                     ErrorCode::kValue, "-1");
+  test::expect_error([&] { save_npy_narrowed(dir.path("bad.npy"), Tensor::from_vector<float>({1.0f}), "int16"); },
+                     ErrorCode::kDType, "float32");
+  test::expect_error([&] { save_npy_narrowed(dir.path("bad.npy"), Tensor::from_vector<int32_t>({1}), "int4"); },
+                     ErrorCode::kValue, "int4");
+  EXPECT_FALSE(std::filesystem::exists(dir.path("bad.npy")));
+}
+
 TEST(DataNpy, ScalarAndEmptyArrays) {
   Tensor s = load_npy(fixture("f8_scalar.npy"));
   EXPECT_EQ(s.ndim(), 0);

@@ -3,6 +3,8 @@
 // `spore lite quantize FILE --out OUT` (NOTE [Dynamic int8 products]) writes a model that runs.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +33,8 @@ TEST(OnnxCli, LiteRunRunsAnOnnxFileAndWritesItsOutputs) {
 }
 
 // A uint16 model (carried in int64, NOTE [ONNX carried types]) takes the '>u2' file NumPy wrote:
-// it loads as int32 and is widened to the input's int64; the sum wraps as uint16 does.
+// it loads as int32 and is widened to the input's int64; the sum wraps as uint16 does, and the
+// output is written as uint16 again.
 TEST(OnnxCli, LiteRunFeedsANarrowIntegerFileToACarriedInput) {
   TempDir out;
   ::onnx::ModelProto m = base_model(17);
@@ -44,9 +47,19 @@ TEST(OnnxCli, LiteRunFeedsANarrowIntegerFileToACarriedInput) {
   const std::string cmd = std::string(SPORE_BINARY_DIR) + "/bin/spore lite run " + (out / "add.onnx").string() + " --input x=" +
                           x.string() + " --output " + out.path().string() + " --repeat 1 > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // The output comes back as uint16, the type the graph computes in (NOTE [ONNX carried types]):
+  // a '<u2' file, read here from its bytes (Spore loads uint16 .npy as int32).
+  std::ifstream f(out / "y.npy", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_GT(raw.size(), 8u);
+  EXPECT_NE(raw.find("'descr': '<u2'"), std::string::npos) << raw.substr(0, 80);
+  const std::string body = raw.substr(raw.size() - 8);
+  std::vector<uint16_t> got(4);
+  std::memcpy(got.data(), body.data(), 8);  // little-endian host (x86-64, aarch64)
+  EXPECT_EQ(got, (std::vector<uint16_t>{0, 2, 65534, 14464}));  // 80000 mod 65536
   const Tensor y = data::load_npy((out / "y.npy").string());
-  EXPECT_EQ(y.dtype(), DType::kInt64);
-  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 65534, 14464}));  // 80000 mod 65536
+  EXPECT_EQ(y.dtype(), DType::kInt32);
+  EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{0, 2, 65534, 14464}));
 }
 
 TEST(OnnxCli, LiteQuantizeWritesAModelThatLiteRunRuns) {

@@ -133,8 +133,15 @@ int run(const LiteRunOptions& o) {
     if (!o.output.empty()) {
       const std::string path = (std::filesystem::path(o.output) / (files[i] + ".npy")).string();
       Tensor out = outputs[i].dtype() == DType::kBFloat16 ? outputs[i].to(DType::kFloat32) : outputs[i];
-      data::save_npy(path, out.to(Device::cpu()));
+      // A carried output (NOTE [ONNX carried types]) goes back to its file type where .npy has one;
+      // the sub-byte and minifloat types have none, so they stay in their carrier and say so.
+      const std::string& carried = model.outputs()[i].carried;
+      const bool narrow = carried == "int16" || carried == "uint16" || carried == "uint32";
+      if (narrow) data::save_npy_narrowed(path, out.to(Device::cpu()), carried);
+      else data::save_npy(path, out.to(Device::cpu()));
       std::printf("  -> %s", path.c_str());
+      if (!carried.empty() && !narrow)
+        std::printf(" (as %s: .npy has no %s)", dtype_name(out.dtype()), carried.c_str());
     }
     std::printf("\n");
   }
