@@ -397,6 +397,23 @@ TEST(MatmulTest, SlabsOnThePoolAtTwoThreads) {
   check_case(f, {3, 50, 128}, {128, 1100}, 82);  // x[batch, m, k] @ w[k, n], stacked into one product
 }
 
+TEST(MatmulTest, OneRowItemsStackedInEitherOrder) {
+  // x[t, 1, k] @ w[k, n] with x's rows read from a [k, t] buffer (a recurrent layer's input
+  // projection over a transposed sequence): one 2-D product with a column-major A.
+  const DType f = DType::kFloat32;
+  const int64_t t = 20, k = 96, n = 300;
+  auto vx = rand_for(t * k, f, 90), vw = rand_for(k * n, f, 91);
+  std::vector<double> buffer((size_t)(k * t));  // [k, t]
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < k; ++j) buffer[(size_t)(j * t + i)] = vx[(size_t)(i * k + j)];
+  const Tensor base = make(buffer, Shape{k, t}, f);
+  const Tensor x = Tensor::view_of(base.storage(), base.offset(), Shape{t, 1, k}, Shape{1, k * t, t}, f);
+  expect_matches(matmul(x, make(vw, Shape{k, n}, f)), reference(vx, {t, 1, k}, vw, {k, n}), k, "column-major one-row items");
+  ContextGuard guard;
+  set_num_threads(2);
+  expect_matches(matmul(x, make(vw, Shape{k, n}, f)), reference(vx, {t, 1, k}, vw, {k, n}), k, "the same at two threads");
+}
+
 TEST(MatmulTest, IntegerWrap) {
   // int8 sums wrap like NumPy's: 100 * 100 * 3 = 30000 -> 30000 mod 256 as int8 = 48.
   Tensor a = make({100, 100, 100}, Shape{1, 3}, DType::kInt8);

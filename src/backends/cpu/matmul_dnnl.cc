@@ -181,12 +181,22 @@ bool matmul_dnnl(const MatmulGeometry& g) {
   const int nb = (int)g.batch.size();
 
   // b shared by every batch item and a's items stacked evenly: one tall 2-D product
-  // (x[batch..., m, k] @ w[k, n], the dense-layer case).
-  if (nb == 1 && g.b.batch_strides[0] == 0 && g.a.cs == 1) {
+  // (x[batch..., m, k] @ w[k, n], the dense-layer case). One-row items stack in either order:
+  // a recurrent layer's input projection reads x[t, 1, k] from a [k, t] buffer (column-major
+  // rows), and as 20 one-row products oneDNN took 3.1 ms for what one 20-row product does in 0.3.
+  if (nb == 1 && g.b.batch_strides[0] == 0 && m == 1) {
     const int64_t bsa = g.a.batch_strides[0];
-    const bool stacked = m == 1 ? bsa >= k : bsa == m * g.a.rs;
-    if (stacked) {
-      Mat a{g.batch[0] * m, k, m == 1 ? bsa : g.a.rs, 1};
+    if (matmul_plain(g.batch[0], k, bsa, g.a.cs)) {
+      Mat a{g.batch[0], k, bsa, g.a.cs};
+      Mat b{k, n, g.b.rs, g.b.cs};
+      Mat c{g.batch[0], n, n, 1};
+      if (run_2d(a, b, c, threads, dt, A, B, C, item)) return true;
+    }
+  }
+  if (nb == 1 && g.b.batch_strides[0] == 0 && g.a.cs == 1 && m > 1) {
+    const int64_t bsa = g.a.batch_strides[0];
+    if (bsa == m * g.a.rs) {
+      Mat a{g.batch[0] * m, k, g.a.rs, 1};
       Mat b{k, n, g.b.rs, g.b.cs};
       Mat c{g.batch[0] * m, n, n, 1};
       if (run_2d(a, b, c, threads, dt, A, B, C, item)) return true;
