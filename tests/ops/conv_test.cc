@@ -189,6 +189,16 @@ TEST(ConvOps, Conv2dOnOneDnnsBlockedLayouts) {
       {"blocked 5x5 rgb", {1, 3, 48, 40}, {16, 3, 5, 5}, {{1}, {2}, {1}, 1}},
   };
   for (const ConvCase& c : cases) check_conv_case(c, DType::kFloat32, false);
+  // At two threads one image is cut by output channels into slabs on the pool (NOTE [oneDNN on
+  // the pool]): 40 channels as 32 + 8, 24 as 16 + 8.
+  const int saved = num_threads();
+  set_num_threads(2);
+  const ConvCase pooled[] = {
+      {"blocked slabs 3x3", {1, 19, 34, 33}, {40, 19, 3, 3}, {{1}, {1}, {1}, 1}},
+      {"blocked slabs stride 2", {1, 24, 70, 66}, {24, 24, 3, 3}, {{2}, {1}, {1}, 1}},
+  };
+  for (const ConvCase& c : pooled) check_conv_case(c, DType::kFloat32, false);
+  set_num_threads(saved);
 }
 
 TEST(ConvOps, Conv2dPointwiseOnThePoolAtTwoThreads) {

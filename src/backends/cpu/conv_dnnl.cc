@@ -18,7 +18,9 @@
 //   left padding (the output extent is PyTorch's floor formula, which oneDNN checks).
 // * Determinism: reproducible for a given thread count; between thread counts the gradient of
 //   the weights may be reduced in a different order (last-bit differences).
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +31,7 @@
 #include "conv_internal.h"
 #include "dnnl_runtime.h"
 #include "pool_region.h"
+#include "thread_pool.h"
 #include "spore/context.h"
 
 namespace spore::cpu {
@@ -188,12 +191,37 @@ const Entry* primitive(ConvPass pass, const ops::ConvGeometry& g, bool bf16, int
   return (cache[key] = std::move(e)).get();
 }
 
+// NOTE [oneDNN on the pool], convolutions: a blocked forward of one image cut by output channels
+// into one slab per pool thread (16-channel multiples), each the single-threaded blocked forward
+// of its channels (its own reorders of the input, of its weights' rows and of its output planes).
+// False, with the output to be rewritten, when a slab could not run.
+bool blocked_on_pool(const ops::ConvGeometry& g, const float* a, const float* b, float* out, int threads) {
+  const int64_t share = (g.o + threads - 1) / threads, step = (share + 15) / 16 * 16;
+  const int64_t slabs = (g.o + step - 1) / step;
+  if (slabs < 2) return false;
+  std::atomic<bool> ok{true};
+  parallel_for(slabs, 1, [&](int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s) {
+      ops::ConvGeometry part = g;
+      const int64_t o0 = s * step;
+      part.o = std::min(step, g.o - o0);
+      if (!conv_dnnl(ConvPass::kForward, part, false, a, b + o0 * g.c * g.kh * g.kw, out + o0 * g.ho * g.wo))
+        ok = false;
+    }
+  });
+  return ok;
+}
+
 }  // namespace
 
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
                void* out) {
   const int64_t macs = g.n * g.o * g.ho * g.wo * g.cg() * g.kh * g.kw;
-  const int threads = macs < kSerialConvMacs ? 1 : onednn_threads(macs);  // NOTE [Threads that sleep]
+  const int pool = onednn_threads(macs);  // NOTE [Threads that sleep]
+  if (pool > 1 && g.n == 1 && wants_blocked(pass, g, bf16) &&
+      blocked_on_pool(g, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(out), pool))
+    return true;
+  const int threads = macs < kSerialConvMacs ? 1 : pool;
   const Entry* e = primitive(pass, g, bf16, threads);
   if (!e) return false;
   dnnl_rt::set_threads(threads);
