@@ -87,7 +87,7 @@ TensorInfo info_of(const ir::Value& v, uint32_t id) {
   // that concatenation at -O3 (a known false positive of its string inlining).
   std::string name = v.name;
   if (name.empty()) name.append("%").append(std::to_string(id));
-  TensorInfo t{std::move(name), v.dtype, {}, {}};
+  TensorInfo t{std::move(name), v.dtype, {}, {}, {}};
   for (const ir::Dim& d : v.dims) {
     t.shape.push_back(d.symbolic() ? -1 : d.extent);
     t.symbols.push_back(d.symbol);
