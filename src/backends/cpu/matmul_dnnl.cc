@@ -109,8 +109,9 @@ void execute(const Entry& e, const void* a, const void* b, void* c) {
 // nothing, when the problem is too narrow to cut or oneDNN refuses a slab's shape.
 bool run_on_pool(const Mat& a, const Mat& b, const Mat& c, int threads, memory::data_type dt, const char* A,
                  const char* B, char* C, size_t item) {
+  // Rows unless the output is wide (512 columns a slab) or too short to cut by rows.
   const bool by_cols = c.cols >= 512 * threads || c.rows < 16 * threads;
-  if (by_cols ? c.cols < 64 * threads : false) return false;
+  if (by_cols && c.cols < 64 * threads) return false;
   const int64_t extent = by_cols ? c.cols : c.rows;
   // Slab widths rounded to 16 columns (a cache line of float32) so that slabs start aligned.
   const int64_t share = (extent + threads - 1) / threads;
