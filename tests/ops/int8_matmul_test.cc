@@ -93,6 +93,8 @@ TEST(DynamicQuantMatmul, EqualsOnnxDefinitionAtEveryShape) {
   check(128, 768, 96, -4, 4, false, 2, 6);     // a BERT-base projection's rows
   check(9, 4096, 16, -1, 1, false, 1, 7);      // sums past 2^24
   check(2, 70001, 3, -1, 1, false, 1, 8);      // rows longer than the int16-pair path's int32 sums hold
+  check(32, 256, 300, -2, 2, false, 2, 9);     // two threads, columns cut into pool slabs (256 + 44)
+  check(20, 512, 1030, -1, 3, true, 2, 10);    // one scale, an odd width
 }
 
 TEST(DynamicQuantMatmul, AllZeroActivationsGiveZeros) {
