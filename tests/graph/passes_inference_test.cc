@@ -256,7 +256,8 @@ TEST(InferencePasses, LargeMatmulWeightsGetAPaddedRowPitch) {
   const ValueId y = b.node(OpId::k_matmul, {x, bigv});
   const ValueId ys = b.node(OpId::k_matmul, {xs, b.constant(small)});
   const ValueId yt = b.node(OpId::k_matmul, {x, b.constant(wide_t)});
-  b.outputs({y, ys, yt});
+  const ValueId y2 = b.node(OpId::k_matmul, {b.input(random_uniform({3, 300}, 36, -1, 1)), bigv});  // shares w_big
+  b.outputs({y, ys, yt, y2});
   const PassStats s = pad_matmul_weight_pitch(b.g);
   b.g.validate();
   EXPECT_EQ(s.constants_changed, 2);
@@ -272,6 +273,7 @@ TEST(InferencePasses, LargeMatmulWeightsGetAPaddedRowPitch) {
   EXPECT_EQ(pt.strides(), (Shape{272, 1}));
   EXPECT_EQ(test::bytes(pt.contiguous()), test::bytes(wide_t.contiguous()));
   EXPECT_EQ(pad_matmul_weight_pitch(b.g).constants_changed, 0) << "a padded weight is not padded again";
+  EXPECT_EQ(b.g.inputs(b.g.node(3))[1], padded) << "both readers of the shared weight read the one padded copy";
   // The product over the padded rows against float64.
   const std::vector<Tensor> got = b.run();
   const std::vector<double> xv = b.inputs[0].to_vector<double>(), wv = big.to_vector<double>();

@@ -50,7 +50,9 @@ PassStats pad_matmul_weight_pitch(Graph& g) {
     const Node& node = g.node((int)i);
     if (node.op() != OpId::k_matmul || node.num_inputs != 2) continue;
     const ValueId w = g.inputs((int)i)[1];
-    if (!is_constant(g, w, writers) || !padded_candidate(g.value(w).tensor)) continue;
+    // A weight two matmuls share was replaced at the first: the second reads the padded copy,
+    // a value added here (past `writers`), which is already padded.
+    if (w >= writers.size() || !is_constant(g, w, writers) || !padded_candidate(g.value(w).tensor)) continue;
     const std::string name = g.value(w).name;
     g.replace_uses(w, g.add_constant(with_padded_pitch(g.value(w).tensor), name));
     ++stats.constants_changed;
