@@ -193,6 +193,8 @@ void save_npy(const std::string& path, const Tensor& tensor);
 // ONNX model's values carried in a wider dtype have (NOTE [ONNX carried types]). kValue when an
 // element does not fit the type or the type is another; kDType for a floating-point tensor.
 void save_npy_narrowed(const std::string& path, const Tensor& tensor, const std::string& type);
+// Whether save_npy_narrowed writes `type` ("int16", "uint16", "uint32"): the carried types .npy names.
+bool npy_has_narrow_type(const std::string& type);
 // IDX (big-endian dims): element types uint8 (0x08), int8 (0x09), int32 (0x0C), float32 (0x0D),
 // float64 (0x0E).
 Tensor load_idx(const std::string& path);

@@ -362,18 +362,30 @@ void save_npy(const std::string& path, const Tensor& tensor) {
   f.close();
 }
 
-void save_npy_narrowed(const std::string& path, const Tensor& tensor, const std::string& type) {
-  struct Narrow {
-    const char *name, *descr;
-    int bytes;
-    int64_t lo, hi;
-  };
-  static const Narrow kNarrow[] = {{"int16", "<i2", 2, INT16_MIN, INT16_MAX},
-                                   {"uint16", "<u2", 2, 0, UINT16_MAX},
-                                   {"uint32", "<u4", 4, 0, UINT32_MAX}};
-  const Narrow* n = nullptr;
+namespace {
+
+// The integer types .npy names that Spore carries in a wider dtype (save_npy_narrowed).
+struct Narrow {
+  const char *name, *descr;
+  int bytes;
+  int64_t lo, hi;
+};
+constexpr Narrow kNarrow[] = {{"int16", "<i2", 2, INT16_MIN, INT16_MAX},
+                              {"uint16", "<u2", 2, 0, UINT16_MAX},
+                              {"uint32", "<u4", 4, 0, UINT32_MAX}};
+
+const Narrow* narrow_type(const std::string& type) {
   for (const Narrow& k : kNarrow)
-    if (type == k.name) n = &k;
+    if (type == k.name) return &k;
+  return nullptr;
+}
+
+}  // namespace
+
+bool npy_has_narrow_type(const std::string& type) { return narrow_type(type) != nullptr; }
+
+void save_npy_narrowed(const std::string& path, const Tensor& tensor, const std::string& type) {
+  const Narrow* n = narrow_type(type);
   if (!n) throw Error(ErrorCode::kValue, "save_npy_narrowed('" + path + "'): '" + type + "' is not int16, uint16 or uint32");
   if (!is_integral(tensor.dtype()))
     throw Error(ErrorCode::kDType, "save_npy_narrowed('" + path + "'): the tensor is " + dtype_name(tensor.dtype()) +

@@ -97,6 +97,8 @@ TEST(DataNpy, NarrowedIntegersAreWrittenAsNumpyWritesThem) {
   test::expect_error([&] { save_npy_narrowed(dir.path("bad.npy"), Tensor::from_vector<int32_t>({1}), "int4"); },
                      ErrorCode::kValue, "int4");
   EXPECT_FALSE(std::filesystem::exists(dir.path("bad.npy")));
+  for (const char* t : {"int16", "uint16", "uint32"}) EXPECT_TRUE(npy_has_narrow_type(t)) << t;
+  for (const char* t : {"int4", "float8e4m3fn", ""}) EXPECT_FALSE(npy_has_narrow_type(t)) << t;
 }
 
 TEST(DataNpy, ScalarAndEmptyArrays) {

@@ -136,7 +136,7 @@ int run(const LiteRunOptions& o) {
       // A carried output (NOTE [ONNX carried types]) goes back to its file type where .npy has one;
       // the sub-byte and minifloat types have none, so they stay in their carrier and say so.
       const std::string& carried = model.outputs()[i].carried;
-      const bool narrow = carried == "int16" || carried == "uint16" || carried == "uint32";
+      const bool narrow = data::npy_has_narrow_type(carried);
       if (narrow) data::save_npy_narrowed(path, out.to(Device::cpu()), carried);
       else data::save_npy(path, out.to(Device::cpu()));
       std::printf("  -> %s", path.c_str());

@@ -18,7 +18,6 @@
 //   left padding (the output extent is PyTorch's floor formula, which oneDNN checks).
 // * Determinism: reproducible for a given thread count; between thread counts the gradient of
 //   the weights may be reduced in a different order (last-bit differences).
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <map>
@@ -196,15 +195,14 @@ const Entry* primitive(ConvPass pass, const ops::ConvGeometry& g, bool bf16, int
 // of its channels (its own reorders of the input, of its weights' rows and of its output planes).
 // False, with the output to be rewritten, when a slab could not run.
 bool blocked_on_pool(const ops::ConvGeometry& g, const float* a, const float* b, float* out, int threads) {
-  const int64_t share = (g.o + threads - 1) / threads, step = (share + 15) / 16 * 16;
-  const int64_t slabs = (g.o + step - 1) / step;
-  if (slabs < 2) return false;
+  const Slabs cut = cut_into_slabs(g.o, threads, 16);
+  if (cut.count < 2) return false;
   std::atomic<bool> ok{true};
-  parallel_for(slabs, 1, [&](int64_t first, int64_t last) {
+  parallel_for(cut.count, 1, [&](int64_t first, int64_t last) {
     for (int64_t s = first; s < last; ++s) {
       ops::ConvGeometry part = g;
-      const int64_t o0 = s * step;
-      part.o = std::min(step, g.o - o0);
+      const int64_t o0 = s * cut.step;
+      part.o = cut.width(s, g.o);
       if (!conv_dnnl(ConvPass::kForward, part, false, a, b + o0 * g.c * g.kh * g.kw, out + o0 * g.ho * g.wo))
         ok = false;
     }

@@ -113,12 +113,11 @@ bool run_on_pool(const Mat& a, const Mat& b, const Mat& c, int threads, memory::
   const bool by_cols = c.cols >= 512 * threads || c.rows < 16 * threads;
   if (by_cols && c.cols < 64 * threads) return false;
   const int64_t extent = by_cols ? c.cols : c.rows;
-  // Slab widths rounded to 16 columns (a cache line of float32) so that slabs start aligned.
-  const int64_t share = (extent + threads - 1) / threads;
-  const int64_t step = by_cols ? (share + 15) & ~int64_t{15} : share;
-  const int64_t slabs = (extent + step - 1) / step;
+  // Column slabs in multiples of 16 (a cache line of float32), so that they start aligned.
+  const Slabs cut = cut_into_slabs(extent, threads, by_cols ? 16 : 1);
+  const int64_t slabs = cut.count;
   auto slab = [&](int64_t i, Mat& as, Mat& bs, Mat& cs, int64_t& off_a, int64_t& off_b, int64_t& off_c) {
-    const int64_t first = i * step, width = std::min(step, extent - first);
+    const int64_t first = i * cut.step, width = cut.width(i, extent);
     as = a, bs = b, cs = c;
     off_a = off_b = off_c = 0;
     if (by_cols) {

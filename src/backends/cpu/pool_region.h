@@ -16,4 +16,17 @@ bool in_parallel_region();
 inline constexpr int64_t kSerialOneDnnMacs = int64_t{1} << 20;
 int onednn_threads(int64_t macs);
 
+// NOTE [oneDNN on the pool]: `extent` cut into one slab per thread, each `align`-multiple wide (the
+// last may be narrower): slab i covers [i * step, min(extent, (i + 1) * step)). The cut depends on
+// the extent and the thread count only, so a result never depends on which thread ran a slab.
+struct Slabs {
+  int64_t step, count;
+  int64_t width(int64_t i, int64_t extent) const { return extent - i * step < step ? extent - i * step : step; }
+};
+inline Slabs cut_into_slabs(int64_t extent, int threads, int64_t align) {
+  const int64_t share = (extent + threads - 1) / threads;
+  const int64_t step = (share + align - 1) / align * align;
+  return {step, (extent + step - 1) / step};
+}
+
 }  // namespace spore::cpu
