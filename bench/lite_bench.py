@@ -9,7 +9,12 @@ of libspore_lite.a.
 
 usage: .venv-peers/bin/python bench/lite_bench.py [--build build/release] [--rounds 5]
                                                   [--threads 1 2] [--only mobilenet|bert|quantize|startup]
-                                                  [--spin] [--write-readme]
+                                                  [--spin] [--isa avx2] [--write-readme]
+
+--isa runs Spore (and the oneDNN inside it) at that SIMD level (SPORE_CPU_ISA, ONEDNN_MAX_CPU_ISA),
+as on a machine without AVX-512; ONNX Runtime has no such switch and keeps the machine's own level,
+so on an AVX-512 machine the AVX2 table's ratios are a lower bound. Each level has its own table
+in bench/README.md.
 
 The models are made once into build/<preset>/bench/lite_bench_models/ (MobileNetV2 by
 build/<preset>/bench/lite_models, the framework's exporter; the BERT layer here with onnx.helper).
@@ -48,6 +53,16 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 BEGIN = "<!-- lite_bench: begin (written by bench/lite_bench.py --write-readme) -->"
 END = "<!-- lite_bench: end -->"
+# Spore's SIMD level and oneDNN's cap, for --isa (the names tools/onnx_wheel_corpus.py uses)
+ONEDNN_ISA = {"avx2": "AVX2", "avx512": "AVX512_CORE"}
+
+
+def markers(isa):
+    """The README block of one SIMD level: the machine's own (no --isa) keeps the original markers."""
+    if not isa:
+        return BEGIN, END
+    return (f"<!-- lite_bench {isa}: begin (written by bench/lite_bench.py --isa {isa} --write-readme) -->",
+            f"<!-- lite_bench {isa}: end -->")
 
 
 # ---- models -------------------------------------------------------------------------------------
@@ -244,7 +259,11 @@ def main():
     ap.add_argument("--only", choices=["mobilenet", "bert", "quantize", "startup"], action="append")
     ap.add_argument("--write-readme", action="store_true")
     ap.add_argument("--spin", action="store_true", help="let idle worker threads spin (both engines' default)")
+    ap.add_argument("--isa", choices=sorted(ONEDNN_ISA), help="run Spore (and its oneDNN) at this SIMD level")
     a = ap.parse_args()
+    if a.isa:
+        LITE_ENV["SPORE_CPU_ISA"] = a.isa
+        LITE_ENV["ONEDNN_MAX_CPU_ISA"] = ONEDNN_ISA[a.isa]
     global SPIN
     SPIN = a.spin
     # Idle workers sleep in both engines unless --spin: on a machine loaded past its core count a
@@ -361,7 +380,10 @@ def write_readme(rows, libs, load0, load1, a, quant):
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    out = [BEGIN, "", f"Measured {date} at commit {commit}: {os.cpu_count()} vCPU {cpu} ({isa}), onnxruntime "
+    begin, end = markers(a.isa)
+    level = (f"; Spore at SIMD level {a.isa} (SPORE_CPU_ISA, ONEDNN_MAX_CPU_ISA), ONNX Runtime at the machine's own"
+             if a.isa else "")
+    out = [begin, "", f"Measured {date} at commit {commit}: {os.cpu_count()} vCPU {cpu} ({isa}{level}), onnxruntime "
            f"{ort.__version__} (PyPI), {a.rounds} interleaved rounds, medians; load average {' '.join(load0)} before, "
            f"{' '.join(load1)} after (the machine is shared: CPU time is given beside wall time); idle workers "
            f"{'spin' if a.spin else 'sleep'} in both engines. Ratio = ORT / Lite (target >= 1.0 for latency rows).", "",
@@ -381,12 +403,15 @@ def write_readme(rows, libs, load0, load1, a, quant):
         out.append(f"- `{name}`: {full / 1e6:.2f} MB, {stripped / 1e6:.2f} MB stripped (`strip --strip-unneeded`)")
     if quant:
         out += ["", "`spore lite quantize` (issue 26, item 5): the BERT-base layer (dynamic), MobileNetV2 b1 (both forms):", ""] + [f"- {q}" for q in quant]
-    out += ["", "Rows missing the 1.0x target on wall time: " + ("; ".join(missed) if missed else "none") + ".", "", END]
+    out += ["", "Rows missing the 1.0x target on wall time: " + ("; ".join(missed) if missed else "none") + ".", "", end]
     path = os.path.join(ROOT, "bench/README.md")
     text = open(path).read()
     block = "\n".join(out)
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    elif a.isa and END in text:  # a level's first table goes right after the machine's own
+        at = text.index(END) + len(END)
+        text = text[:at] + f"\n\nThe same rows with Spore at SIMD level {a.isa}:\n\n" + block + text[at:]
     else:
         text += "\n## Lite against ONNX Runtime (issue 10)\n\n" + block + "\n"
     open(path, "w").write(text)

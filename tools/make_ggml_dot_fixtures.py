@@ -2,7 +2,7 @@
 """tests/fixtures/quant/ggml_dot_<type>.bin: llama.cpp's own CPU dot products (vec_dot) of random
 rows of each listed weight type with activations quantized as llama.cpp quantizes them, written by
 tools/ggml_dot_driver.c linked against libggml-cpu built from llama-cpp-python's sdist. The test
-GgmlNumerics.DotProductsEqualLlamaCppsBitForBit checks Spore's ggml numerics against them at
+GgmlNumerics.MatrixProductsMatchLlamaCpps checks Spore's ggml numerics against them at
 every SIMD level (NOTE [k-quants in ggml's order]).
 
     .venv-peers/bin/python tools/make_ggml_dot_fixtures.py [--isa avx2] [q6_K ...]
@@ -22,7 +22,11 @@ from llama_cpp_sdist import build_llama_tool, llama_build_dir, llama_cpp_source 
 
 PEERS = os.path.join(ROOT, "build", "peers")
 OUT = os.path.join(ROOT, "tests", "fixtures", "quant")
-TYPE_IDS = {"q6_k": 14, "q5_k": 13, "q4_k": 12, "q3_k": 11, "q2_k": 10, "q4_0": 2, "iq4_nl": 20, "iq4_xs": 23}  # ggml_type ids (ggml.h)
+# ggml_type ids (ggml.h): every block type llama-quantize writes
+TYPE_IDS = {"q6_k": 14, "q5_k": 13, "q4_k": 12, "q3_k": 11, "q2_k": 10, "q4_0": 2, "iq4_nl": 20, "iq4_xs": 23,
+            "q8_0": 8, "q5_0": 6, "q5_1": 7, "q4_1": 3, "mxfp4": 39, "nvfp4": 40, "q1_0": 41, "q2_0": 42,
+            "tq1_0": 34, "tq2_0": 35, "iq2_xxs": 16, "iq2_xs": 17, "iq2_s": 22, "iq3_xxs": 18, "iq3_s": 21,
+            "iq1_s": 19, "iq1_m": 29}
 
 
 def main():

@@ -10,8 +10,13 @@ estimate, error bar and running estimates. tests/nlp/perplexity_cli_test.cc runs
 on every file of that list it finds (the embedded one always, when fetched) and compares.
 
 With --spore PATH it also runs Spore's command on each file and prints the agreement table.
+--one-row adds a column of llama-perplexity with -ub 1: llama.cpp's one-row product for every
+token (its decode path), which rounds differently from its batched prefill (tiled and repacked
+GEMMs) and which Spore models (NOTE [k-quants in ggml's order]). --text scores another text and
+--md writes the table as Markdown; either makes it a table run, which leaves the fixture JSON as it is.
 
     python3 tools/make_perplexity_fixtures.py [--types Q8_0,Q4_K_M | --types all] [--spore build/release/bin/spore]
+        [--one-row] [--text FILE --contexts 512] [--md OUT.md]
 """
 import argparse
 import glob
@@ -88,10 +93,11 @@ def quantize(tool, imatrix_tool, ftype, path):
     return True
 
 
-def llama_perplexity(tool, model, ctx, threads):
-    """llama.cpp's figures: the running estimates "[i]x.xxxx," and "Final estimate: PPL = x +/- y"."""
-    r = subprocess.run([tool, "-m", model, "-f", TEXT, "-c", str(ctx), "-b", str(ctx), "-t", str(threads)],
-                       capture_output=True, text=True, env=peer_env())
+def llama_perplexity(tool, model, ctx, threads, text=TEXT, one_row=False):
+    """llama.cpp's figures: the running estimates "[i]x.xxxx," and "Final estimate: PPL = x +/- y".
+    one_row: micro-batches of one token (-ub 1), so every product takes llama.cpp's one-row path."""
+    cmd = [tool, "-m", model, "-f", text, "-c", str(ctx), "-b", str(ctx), "-t", str(threads)]
+    r = subprocess.run(cmd + (["-ub", "1"] if one_row else []), capture_output=True, text=True, env=peer_env())
     log = r.stdout + r.stderr
     if r.returncode != 0:
         sys.exit(f"llama-perplexity failed on {model}:\n{log[-3000:]}")
@@ -104,12 +110,16 @@ def llama_perplexity(tool, model, ctx, threads):
             "running": running}
 
 
-def spore_perplexity(spore, model, ctx, threads):
-    r = subprocess.run([spore, "perplexity", "--model", model, "--file", TEXT, "--ctx", str(ctx),
+def spore_perplexity(spore, model, ctx, threads, text=TEXT):
+    r = subprocess.run([spore, "perplexity", "--model", model, "--file", text, "--ctx", str(ctx),
                         "--threads", str(threads)], capture_output=True, text=True)
     if r.returncode != 0:
         return {"error": (r.stderr or r.stdout).strip()[-400:]}
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def percent(x, ref):
+    return f"{100 * (x / ref - 1):+.3f}%"
 
 
 def main():
@@ -118,7 +128,11 @@ def main():
     ap.add_argument("--contexts", default=",".join(map(str, CONTEXTS)))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--spore", help="also run this spore binary and print the agreement")
+    ap.add_argument("--one-row", action="store_true", help="also run llama-perplexity -ub 1 (its one-row path)")
+    ap.add_argument("--text", default=TEXT, help="the text to score (default: the test fixture's)")
+    ap.add_argument("--md", help="write the agreement table here as Markdown")
     a = ap.parse_args()
+    text = os.path.abspath(a.text)
     if not os.path.exists(EMBEDDED):
         sys.exit(f"{EMBEDDED} is missing: run scripts/fetch-model.sh first")
     perplexity_tool, quantize_tool, imatrix_tool = llama_tools()
@@ -133,20 +147,44 @@ def main():
                 continue
         files.append((t, path))
     version = os.path.basename(os.path.dirname(os.path.dirname(llama_cpp_source(PEERS, [sys.executable, "-m", "pip"]))))
-    rows = []
+    rows, table = [], []
     for ftype, path in files:
         for ctx in map(int, a.contexts.split(",")):
-            ref = llama_perplexity(perplexity_tool, path, ctx, a.threads)
+            ref = llama_perplexity(perplexity_tool, path, ctx, a.threads, text)
             row = {"ftype": ftype, "file": os.path.relpath(path, ROOT), "sha256": sha256_file(path), "ctx": ctx, **ref}
             rows.append(row)
+            cells = [ftype, str(ctx), f"{ref['ppl']:.4f} ± {ref['ppl_error']:.4f}"]
             line = f"{ftype:16s} ctx {ctx:4d}  llama.cpp {ref['ppl']:.4f} +/- {ref['ppl_error']:.4f}"
+            one = llama_perplexity(perplexity_tool, path, ctx, a.threads, text, one_row=True) if a.one_row else None
+            if one:
+                cells += [f"{one['ppl']:.4f}", percent(one["ppl"], ref["ppl"])]
+                line += f"  one-row {one['ppl']:.4f} ({percent(one['ppl'], ref['ppl'])})"
             if a.spore:
-                s = spore_perplexity(a.spore, path, ctx, a.threads)
+                s = spore_perplexity(a.spore, path, ctx, a.threads, text)
                 if "error" in s:
                     line += f"  spore: {s['error']}"
+                    cells += ["refused: " + s["error"][:80], "-"] + (["-"] if one else [])
                 else:
-                    line += f"  spore {s['ppl']:.4f} +/- {s['ppl_error']:.4f}  diff {100 * (s['ppl'] / ref['ppl'] - 1):+.3f}%"
+                    line += f"  spore {s['ppl']:.4f} +/- {s['ppl_error']:.4f}  diff {percent(s['ppl'], ref['ppl'])}"
+                    cells += [f"{s['ppl']:.4f} ± {s['ppl_error']:.4f}", percent(s["ppl"], ref["ppl"])]
+                    if one:
+                        line += f"  vs one-row {percent(s['ppl'], one['ppl'])}"
+                        cells.append(percent(s["ppl"], one["ppl"]))
+            table.append(cells)
             print(line, flush=True)
+    if a.md:
+        head = ["file type (llama-quantize)", "ctx", "llama-perplexity"]
+        if a.one_row:
+            head += ["llama-perplexity -ub 1", "-ub 1 / default"]
+        if a.spore:
+            head += ["spore perplexity", "Spore / llama-perplexity"] + (["Spore / -ub 1"] if a.one_row else [])
+        with open(a.md, "w") as f:
+            f.write("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
+            for cells in table:
+                f.write("| " + " | ".join(cells) + " |\n")
+        print(f"wrote {a.md}")
+    if a.md or text != os.path.abspath(TEXT):
+        return
     with open(OUT, "w") as f:
         json.dump({"what": "llama.cpp's llama-perplexity on SmolLM2-135M-Instruct re-quantized by llama-quantize "
                            "(NOTE [Perplexity]); spore perplexity must agree within 0.5%",

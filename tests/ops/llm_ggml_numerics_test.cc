@@ -140,9 +140,21 @@ TEST(GgmlNumerics, MatmulQQuantisesKQuantActivationsAsQ8K) {
 // it bit for bit at every SIMD level. Prefill batches agree to the last bits only: llama.cpp's
 // own batched paths (q4_K's repacked GEMM from 4 rows, the others' from 8) round differently from its
 // one-row product, while Spore gives a row the same bits in any batch. The types both repack at
-// load (q4_0, iq4_nl) agree at every batch size.
-TEST(GgmlNumerics, MatrixProductsEqualLlamaCppsBitForBit) {
-  for (const char* type : {"q6_k", "q5_k", "q4_k", "q3_k", "q2_k", "iq4_xs", "q4_0", "iq4_nl"}) {
+// load (q4_0, iq4_nl) agree at every batch size, as do the legacy types and nvfp4, whose one-row
+// order is also their batched one. The other types' order is not modelled (their sums of 32 are
+// scaled per group, llama.cpp's in lanes): they agree to 1e-6 of the largest result, which a
+// kernel that dropped a term (q2_0's offset did, with q8_0 activations) misses by orders.
+TEST(GgmlNumerics, MatrixProductsMatchLlamaCpps) {
+  enum Match { kOneRow, kEvery, kClose };
+  const std::pair<const char*, Match> types[] = {
+      {"q6_k", kOneRow},    {"q5_k", kOneRow},   {"q4_k", kOneRow},  {"q3_k", kOneRow},    {"q2_k", kOneRow},
+      {"iq4_xs", kOneRow},  {"q4_0", kEvery},    {"iq4_nl", kEvery}, {"q8_0", kEvery},     {"q5_0", kEvery},
+      {"q5_1", kEvery},     {"q4_1", kEvery},    {"nvfp4", kEvery},  {"mxfp4", kClose},    {"q1_0", kClose},
+      {"q2_0", kClose},     {"tq1_0", kClose},   {"tq2_0", kClose},  {"iq2_xxs", kClose},  {"iq2_xs", kClose},
+      {"iq2_s", kClose},    {"iq3_xxs", kClose}, {"iq3_s", kClose},  {"iq1_s", kClose},    {"iq1_m", kClose}};
+  for (const auto& entry : types) {
+    const char* type = entry.first;  // named copies: the lambda below cannot capture structured bindings (clang)
+    const Match match = entry.second;
     SCOPED_TRACE(type);
     const auto path = std::filesystem::path(SPORE_SOURCE_DIR) / "tests/fixtures/quant" / (std::string("ggml_dot_") + type + ".bin");
     std::ifstream in(path, std::ios::binary);
@@ -178,7 +190,7 @@ TEST(GgmlNumerics, MatrixProductsEqualLlamaCppsBitForBit) {
         float scale = 0;  // the products' size: a result near 0 is a cancellation of terms this large
         for (float v : e) scale = std::max(scale, std::fabs(v));
         for (int64_t i = 0; i < rows * n; ++i) {
-          if (rows < 4 || packed) ASSERT_EQ(got[(size_t)i], e[(size_t)i]) << rows << " rows, activation row " << i / n << ", weight row " << i % n;
+          if (match == kEvery || (match == kOneRow && rows < 4)) ASSERT_EQ(got[(size_t)i], e[(size_t)i]) << rows << " rows, activation row " << i / n << ", weight row " << i % n;
           else ASSERT_NEAR(got[(size_t)i], e[(size_t)i], 1e-6 * scale) << rows << " rows, activation row " << i / n << ", weight row " << i % n;
         }
       }

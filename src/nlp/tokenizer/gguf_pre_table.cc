@@ -107,6 +107,28 @@ std::vector<GgufPreTokenizer> make_table() {
   t.push_back({{"exaone-moe"},
                {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}|"
                 " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"}});
+  // Kimi K2's tiktoken pattern (tokenization_kimi.py): GPT-4o's with Han characters taken out of
+  // the letter classes (class intersections, [X&&[^\p{Han}]], which PCRE2 lacks: written as a
+  // lookahead per character) and runs of Han a piece of their own. llama.cpp runs a hand-written
+  // approximation that keeps upper- and lower-case runs together ("XMLHttpRequest" one piece);
+  // this is the model's own split.
+  t.push_back({{"kimi-k2"},
+               {"[\\p{Han}]+|"
+                "[^\\r\\n\\p{L}\\p{N}]?(?:(?!\\p{Han})[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])*"
+                "(?:(?!\\p{Han})[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+                "[^\\r\\n\\p{L}\\p{N}]?(?:(?!\\p{Han})[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])+"
+                "(?:(?!\\p{Han})[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+                "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}});
+  // AFMoE: digit runs in threes from the right ("1234567": 1, 234, 567; llama.cpp's splitter also
+  // glues the text before a run to its first group, which the regex does not), CJK and other Asian
+  // scripts (the ranges as llama.cpp lists them, U+8C48 where U+F900 was likely meant), then
+  // DeepSeek V3's word rule.
+  t.push_back({{"afmoe"},
+               {"\\p{N}{1,3}(?=(?:\\p{N}{3})*(?!\\p{N}))",
+                "[\u4E00-\u9FFF\u3400-\u4DBF\u8C48-\uFAFF\u3040-\u309F\u30A0-\u30FF\uFF65-\uFF9F\u2F00-\u2FDF"
+                "\u0E40-\u0E7F\u0E80-\u0EFF\u1780-\u17FF\u1000-\u109F\uAA60-\uAA7F\uA9E0-\uA9FF\uAC00-\uD7AF"
+                "\u1100-\u11FF]+",
+                DEEPSEEK3_WORDS_RE "[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}});
   t.push_back({{"minicpm5"},
                {"\\p{N}{1,3}",
                 "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
