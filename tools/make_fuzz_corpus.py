@@ -222,6 +222,16 @@ def tokenizer_seeds():
                                                           ("tokenizer.ggml.pre", 8, struct.pack("<Q", 12) + b"deepseek-llm"),
                                                           ("tokenizer.ggml.tokens", 9, strs(["H", "e", "He", "\u0120", "<s>"])),
                                                           ("tokenizer.ggml.merges", 9, strs(["H e"]))], []))
+    # The raw UTF-8 "whitespace" vocabulary with a byte token, and the hand-split kimi-k2 row.
+    put("gguf", "whitespace_tokenizer.gguf", gguf([("tokenizer.ggml.model", 8, struct.pack("<Q", 10) + b"whitespace"),
+                                                   ("tokenizer.ggml.pre", 8, struct.pack("<Q", 10) + b"whitespace"),
+                                                   ("tokenizer.ggml.tokens", 9, strs(["H", "e", "He", "<0x2C>", "\u17b6"])),
+                                                   ("tokenizer.ggml.merges", 9, strs(["H e"])),
+                                                   ("tokenizer.ggml.token_type", 9, struct.pack("<IQ5i", 5, 5, 1, 1, 1, 6, 1))], []))
+    put("gguf", "gpt2_kimi_k2_tokenizer.gguf", gguf([("tokenizer.ggml.model", 8, struct.pack("<Q", 4) + b"gpt2"),
+                                                     ("tokenizer.ggml.pre", 8, struct.pack("<Q", 7) + b"kimi-k2"),
+                                                     ("tokenizer.ggml.tokens", 9, strs(["H", "e", "He", "\u0120", "<s>"])),
+                                                     ("tokenizer.ggml.merges", 9, strs(["H e"]))], []))
     put("gguf", "bert_tokenizer.gguf", gguf([("tokenizer.ggml.model", 8, struct.pack("<Q", 4) + b"bert"),
                                              ("tokenizer.ggml.tokens", 9, strs(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581he", "llo", "\u2581,"])),
                                              ("tokenizer.ggml.token_type", 9, struct.pack("<IQ7i", 5, 7, 3, 3, 3, 3, 1, 1, 1)),

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""tests/fixtures/tokenizers/llama_pre_renamed.json: llama.cpp's own ids for the pre-tokenizers
-that no vocabulary test of its tree covers and that llama.cpp runs through hand-written
-splitters (NOTE [GGUF pre-tokenizers]): "kimi-k2" and "afmoe".
+"""tests/fixtures/tokenizers/llama_pre_renamed.json: reference ids for the GGUF pre-tokenizers that
+no vocabulary test of llama.cpp's tree covers and that llama.cpp runs through hand-written code
+(NOTE [GGUF pre-tokenizers]): "kimi-k2" and "afmoe" (byte-level BPE), and the "whitespace"
+vocabulary (raw UTF-8 BPE; llama.cpp's converter writes it for JinaBERT models whose
+tokenizer.json pre-tokenizes with Hugging Face's Whitespace).
 
-For each name, Llama 3's vocabulary test file (models/ggml-vocab-llama-bpe.gguf of the llama.cpp
-tree in llama-cpp-python's sdist: byte-level BPE with merges, as both models' GGUFs are, and with
-tokens of up to three digits, so that digit grouping shows in the ids) is copied with
-`tokenizer.ggml.pre` set to that name (gguf-new-metadata --pre-tokenizer), and llama.cpp's
-`llama-tokenize --ids --no-bos` (built from the same sdist) encodes every text of its .inp
-file plus texts aimed at the two splitters (digit runs, Han next to other scripts, upper-case
-runs with contractions). tests/nlp/tokenizer_llama_vocab_test.cc rebuilds the same renamed
-vocabulary from outputs/llama-vocab/ggml-vocab-llama-bpe.gguf and must give these ids.
+For each, a vocabulary test file of the llama.cpp tree in llama-cpp-python's sdist is copied with
+`tokenizer.ggml.pre` (and, for whitespace, `tokenizer.ggml.model`) set to the name: Llama 3's
+ggml-vocab-llama-bpe.gguf (byte-level BPE with merges, as both models' GGUFs are, with tokens of
+up to three digits so that digit grouping shows in the ids) for kimi-k2 and afmoe, Gemma 4's
+ggml-vocab-gemma-4.gguf (raw UTF-8 BPE with merges and <0xXX> byte tokens) for whitespace. Every
+text of its .inp file plus texts aimed at these splitters is encoded twice: by Hugging Face
+`tokenizers` over the same vocabulary and merges with the model's own split (the reference: "ids")
+and by llama.cpp's `llama-tokenize --ids --no-bos` on the renamed file ("llama_cpp_ids").
+tests/nlp/tokenizer_llama_vocab_test.cc rebuilds each renamed vocabulary from
+outputs/llama-vocab/ and must give the reference ids.
 
     .venv-peers/bin/python tools/make_pre_tokenizer_fixtures.py
 """
@@ -27,7 +31,10 @@ from llama_cpp_sdist import llama_cpp_source, llama_tool  # noqa: E402
 
 PEERS = os.path.join(ROOT, "build", "peers")
 OUT = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "llama_pre_renamed.json")
-NAMES = ["kimi-k2", "afmoe"]
+# name: (the base vocabulary test file, the tokenizer.ggml.model to write, the reference splits;
+# None: Hugging Face's Whitespace pre-tokenizer over raw UTF-8)
+NAMES = {"kimi-k2": ("ggml-vocab-llama-bpe.gguf", "gpt2"), "afmoe": ("ggml-vocab-llama-bpe.gguf", "gpt2"),
+         "whitespace": ("ggml-vocab-gemma-4.gguf", "whitespace")}
 # Each name's splits as its model's own tokenizer defines them, run by Hugging Face `tokenizers`
 # (Oniguruma) as Split(..., "isolated") in order before the byte-level mapping: the reference.
 # Kimi K2's is tokenization_kimi.py's tiktoken pattern (quoted in llama.cpp's unicode.cpp), with
@@ -50,20 +57,52 @@ REFERENCE_SPLITS = {
 }
 
 
-def reference_tokenizer(base, splits):
-    """Hugging Face `tokenizers` over the GGUF's byte-level vocabulary and merges."""
+def reference_tokenizer(base, name):
+    """Hugging Face `tokenizers` over the GGUF's vocabulary and merges with the model's own split."""
     import gguf
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
     r = gguf.GGUFReader(base)
     tokens = r.fields["tokenizer.ggml.tokens"].contents()
-    merges = [tuple(m.split(" ", 1)) for m in r.fields["tokenizer.ggml.merges"].contents()]
-    tok = Tokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, merges, ignore_merges=False))
+    types = r.fields["tokenizer.ggml.token_type"].contents()
+    # at the first space after the first character, as llama.cpp reads a merge
+    merges = [(m[:m.index(" ", 1)], m[m.index(" ", 1) + 1:]) for m in r.fields["tokenizer.ggml.merges"].contents()]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    if name == "whitespace":
+        tok = Tokenizer(models.BPE(vocab, merges, byte_fallback=True, ignore_merges=False))
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        tok.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Fuse()])
+        # llama.cpp's control (3) and user-defined (4) tokens are matched whole
+        tok.add_tokens([AddedToken(t, special=ty == 3, normalized=False) for t, ty in zip(tokens, types) if ty in (3, 4)])
+        return tok
+    tok = Tokenizer(models.BPE(vocab, merges, ignore_merges=False))
     tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Split(Regex(x), "isolated") for x in splits] +
+        [pre_tokenizers.Split(Regex(x), "isolated") for x in REFERENCE_SPLITS[name]] +
         [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     return tok
+
+
+def renamed_copy(base, out, pre, model):
+    """The vocabulary file with tokenizer.ggml.pre and tokenizer.ggml.model replaced, all else as it is."""
+    import gguf
+
+    r = gguf.GGUFReader(base)
+    w = gguf.GGUFWriter(out, r.fields["general.architecture"].contents())
+    for key, field in r.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        value = {"tokenizer.ggml.pre": pre, "tokenizer.ggml.model": model}.get(key, field.contents())
+        sub = field.types[1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(key, value, field.types[0], sub)
+    if "tokenizer.ggml.pre" not in r.fields:
+        w.add_tokenizer_pre(pre)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 EXTRA = [
     "1 12 123 1234 12345 123456 1234567 12345678901234567890",
     "Pay $1,234,567.89 by 2024-12-31, or 0.5%.",
@@ -76,6 +115,7 @@ EXTRA = [
     "naïve café Ελληνικά Кириллица עִבְרִית",
     "emoji 🦙🤗 and symbols ©®™ ±×÷ ∑∫",
     "and  99 and\t\t5",  # whitespace runs before digits: llama.cpp's AFMoE splitter glues them on
+    "hello,world! don't stop-me now... (ok)",  # punctuation inside a word: Whitespace splits it off
 ]
 
 
@@ -86,22 +126,19 @@ def main():
     tokenize = os.path.join(PEERS, "llama-build", "bin", "llama-tokenize")
     if not os.path.exists(tokenize):
         tokenize = llama_tool(PEERS, [sys.executable, "-m", "pip"], "llama-tokenize")
-    base = os.path.join(src, "models", "ggml-vocab-llama-bpe.gguf")
     sep = "\n__ggml_vocab_test__\n"
-    texts = open(base + ".inp", encoding="utf-8").read().split(sep) + EXTRA
-    new_metadata = os.path.join(os.path.dirname(sys.executable), "gguf-new-metadata")
-    out = {"what": "ids: Hugging Face tokenizers with each model's own splits over Llama 3's vocabulary test "
-                   "file; llama_cpp_ids: llama-tokenize --ids --no-bos on that file renamed to the pre-tokenizer",
+    out = {"what": "ids: Hugging Face tokenizers with each model's own split over a vocabulary test file of "
+                   "llama.cpp's tree; llama_cpp_ids: llama-tokenize --ids --no-bos on that file renamed",
            "made_by": "tools/make_pre_tokenizer_fixtures.py",
-           "llama_cpp": os.path.basename(os.path.dirname(os.path.dirname(src))),
-           "base": "ggml-vocab-llama-bpe.gguf", "base_sha256": sha256_of(base), "cases": {}}
+           "llama_cpp": os.path.basename(os.path.dirname(os.path.dirname(src))), "cases": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in NAMES:
+        for name, (base_name, model) in NAMES.items():
+            base = os.path.join(src, "models", base_name)
+            texts = open(base + ".inp", encoding="utf-8").read().split(sep) + EXTRA
             renamed = os.path.join(tmp, name + ".gguf")
-            subprocess.run([new_metadata, "--pre-tokenizer", name, "--force", base, renamed], check=True,
-                           capture_output=True)
+            renamed_copy(base, renamed, name, model)
             cases = []
-            reference = reference_tokenizer(base, REFERENCE_SPLITS[name])
+            reference = reference_tokenizer(base, name)
             for text in texts:
                 path = os.path.join(tmp, "text.txt")
                 with open(path, "wb") as f:
@@ -110,9 +147,9 @@ def main():
                                    capture_output=True, text=True, check=True)
                 cases.append({"text": text, "ids": reference.encode(text, add_special_tokens=False).ids,
                               "llama_cpp_ids": json.loads(r.stdout.strip().splitlines()[-1])})
-            out["cases"][name] = cases
+            out["cases"][name] = {"base": base_name, "base_sha256": sha256_of(base), "model": model, "texts": cases}
             same = sum(c["ids"] == c["llama_cpp_ids"] for c in cases)
-            print(f"{name}: {len(cases)} texts, llama.cpp's splitter agrees with the reference on {same}")
+            print(f"{name}: {len(cases)} texts, llama.cpp agrees with the reference on {same}")
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
         f.write("\n")

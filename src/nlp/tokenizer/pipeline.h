@@ -39,6 +39,12 @@ void normalize(const std::vector<NormStep>& steps, std::string& text);
 // ---- pre-tokenizers -----------------------------------------------------------------------------
 enum class SplitBehavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext, kContiguous };
 struct PreSplit { Regex pattern; SplitBehavior behavior; bool invert; };
+// Hugging Face's Whitespace pre-tokenizer, `\w+|[^\w\s]+`, with Oniguruma's Unicode \w (the
+// words it keeps; whitespace between them is dropped). Oniguruma's \w is UTS #18's: Alphabetic,
+// marks, decimal digits, connector punctuation and the joiners, where PCRE2's is letters and
+// numbers only, which cuts words at combining marks (Khmer, Devanagari, a decomposed accent).
+inline constexpr const char* kWhitespaceWords =
+    "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]+|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}\\s]+";
 // Byte-level: optional prefix space, optional GPT-2 regex; the byte mapping itself is the model's.
 struct PreByteLevel { bool add_prefix_space; std::optional<Regex> regex; };
 enum class PrependScheme { kAlways, kFirst, kNever };

@@ -148,9 +148,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
     const std::string pre = g.get_string("tokenizer.ggml.pre");
     if (pre == "gemma4" || pre == "granite-embed-multi-311m" || pre == "sarvam-moe") kind = "gemma4";
   }
-  if (kind != "llama" && kind != "gpt2" && kind != "bert" && kind != "gemma4" && kind != "t5")
-    throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" +
-                                             kind + "' is not implemented (supported: llama, gpt2, bert, gemma4, t5)");
+  if (kind != "llama" && kind != "gpt2" && kind != "bert" && kind != "gemma4" && kind != "t5" && kind != "whitespace")
+    throw Error(ErrorCode::kUnsupported, "GGUF file '" + g.source() + "': tokenizer.ggml.model '" + kind +
+                                             "' is not implemented (supported: llama, gpt2, bert, gemma4, t5, whitespace)");
   auto t = std::make_shared<Impl>();
   t->source = g.source();
   t->tokens = g.get_strings("tokenizer.ggml.tokens");
@@ -177,7 +177,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   for (size_t id = 0; id < n; ++id) {
     // Control, unused and byte tokens never come out of merging (SentencePiece keeps them out of
     // its pieces); user-defined tokens are matched whole, as added tokens.
-    const bool mergeable = kind == "gpt2" || kind == "gemma4" ? true : (types[id] == kNormal || types[id] == kUnknown);
+    const bool mergeable =
+        kind == "gpt2" || kind == "gemma4" || kind == "whitespace" ? true : (types[id] == kNormal || types[id] == kUnknown);
     if (kind == "bert")
       wordpiece_vocab.emplace(t->tokens[id], (int32_t)id);  // every token, as llama.cpp's text_to_token
     else if (mergeable && types[id] != kUnknown)
@@ -231,6 +232,21 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
         PreSplit{Regex("[^\\n]+|[\\n]+", false, "tokenizer.ggml.model 'gemma4'"), SplitBehavior::kIsolated, false});
     t->has_decoder = true;
     t->decoders.emplace_back(DecReplace{kSpace, " "});
+    t->decoders.emplace_back(DecByteFallback{});
+    t->decoders.emplace_back(DecFuse{});
+  } else if (kind == "whitespace") {
+    // llama.cpp's "whitespace" vocabulary, which its converter writes for JinaBERT models whose
+    // tokenizer.json pre-tokenizes with Hugging Face's Whitespace (jina-embeddings-v2-base-zh): BPE
+    // on raw UTF-8, merges by rank, byte fallback. The words are Whitespace's (kWhitespaceWords:
+    // runs of word characters and runs of other non-space ones, whitespace dropped): the model's own split, where llama.cpp
+    // cuts at whitespace only (NOTE [GGUF pre-tokenizers]).
+    model.order = BpeModel::Order::kRank;
+    model.byte_fallback = true;
+    byte_fallback_ids(t->tokens, types, model);
+    read_merges(g, model);
+    t->pre_tokenizers.emplace_back(
+        PreSplit{Regex(kWhitespaceWords, false, "tokenizer.ggml.model 'whitespace'"), SplitBehavior::kRemoved, true});
+    t->has_decoder = true;
     t->decoders.emplace_back(DecByteFallback{});
     t->decoders.emplace_back(DecFuse{});
   } else {

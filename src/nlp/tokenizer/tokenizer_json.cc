@@ -138,7 +138,7 @@ void read_pre_tokenizer(const Fields& f, const Json& j, const std::string& field
   } else if (type == "Digits") {
     out.emplace_back(PreDigits{f.boolean_or(j, "individual_digits", field, false)});
   } else if (type == "Whitespace") {
-    out.emplace_back(PreSplit{Regex("\\w+|[^\\w\\s]+", false, field), SplitBehavior::kRemoved, true});
+    out.emplace_back(PreSplit{Regex(kWhitespaceWords, false, field), SplitBehavior::kRemoved, true});
   } else if (type == "WhitespaceSplit") {
     out.emplace_back(PreSplit{Regex("\\s+", false, field), SplitBehavior::kRemoved, false});
   } else if (type == "BertPreTokenizer") {
