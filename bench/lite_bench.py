@@ -53,8 +53,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 BEGIN = "<!-- lite_bench: begin (written by bench/lite_bench.py --write-readme) -->"
 END = "<!-- lite_bench: end -->"
-# Spore's SIMD level and oneDNN's cap, for --isa (the names tools/onnx_wheel_corpus.py uses)
-ONEDNN_ISA = {"avx2": "AVX2", "avx512": "AVX512_CORE"}
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from onnx_wheel_corpus import ONEDNN_ISA  # noqa: E402  Spore's SIMD level -> oneDNN's cap, for --isa
 
 
 def markers(isa):

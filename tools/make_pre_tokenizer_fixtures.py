@@ -57,12 +57,11 @@ REFERENCE_SPLITS = {
 }
 
 
-def reference_tokenizer(base, name):
-    """Hugging Face `tokenizers` over the GGUF's vocabulary and merges with the model's own split."""
-    import gguf
+def reference_tokenizer(r, name):
+    """Hugging Face `tokenizers` over the GGUF's (a GGUFReader) vocabulary and merges with the model's
+    own split."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    r = gguf.GGUFReader(base)
     tokens = r.fields["tokenizer.ggml.tokens"].contents()
     types = r.fields["tokenizer.ggml.token_type"].contents()
     # at the first space after the first character, as llama.cpp reads a merge
@@ -83,11 +82,11 @@ def reference_tokenizer(base, name):
     return tok
 
 
-def renamed_copy(base, out, pre, model):
-    """The vocabulary file with tokenizer.ggml.pre and tokenizer.ggml.model replaced, all else as it is."""
+def renamed_copy(r, out, pre, model):
+    """The vocabulary file (a GGUFReader) with tokenizer.ggml.pre and tokenizer.ggml.model replaced,
+    all else as it is."""
     import gguf
 
-    r = gguf.GGUFReader(base)
     w = gguf.GGUFWriter(out, r.fields["general.architecture"].contents())
     for key, field in r.fields.items():
         if key.startswith("GGUF.") or key == "general.architecture":
@@ -120,6 +119,8 @@ EXTRA = [
 
 
 def main():
+    import gguf
+
     src = llama_cpp_source(PEERS, [sys.executable, "-m", "pip"])
     # tokenization does not depend on the SIMD level: any build of the sdist will do, the
     # perplexity tool's (build/peers/llama-build) when it is there
@@ -136,9 +137,10 @@ def main():
             base = os.path.join(src, "models", base_name)
             texts = open(base + ".inp", encoding="utf-8").read().split(sep) + EXTRA
             renamed = os.path.join(tmp, name + ".gguf")
-            renamed_copy(base, renamed, name, model)
+            reader = gguf.GGUFReader(base)  # read once for both uses
+            renamed_copy(reader, renamed, name, model)
             cases = []
-            reference = reference_tokenizer(base, name)
+            reference = reference_tokenizer(reader, name)
             for text in texts:
                 path = os.path.join(tmp, "text.txt")
                 with open(path, "wb") as f:

@@ -139,6 +139,18 @@ void build_unigram(const GgufFile& g, Tokenizer::Impl& t, const std::vector<int6
   if (bool_or(g, "tokenizer.ggml.add_space_prefix", false)) t.decoders.emplace_back(DecStrip{" ", 1, 0});
 }
 
+// What the raw UTF-8 BPE kinds (gemma4, whitespace) share, after their own normalisers, splits
+// and decoders: merges by rank, <0xXX> byte fallback, and the byte fallback and fusing decoders.
+void raw_utf8_bpe(const GgufFile& g, const std::vector<int64_t>& types, Tokenizer::Impl& t) {
+  t.model.order = BpeModel::Order::kRank;
+  t.model.byte_fallback = true;
+  byte_fallback_ids(t.tokens, types, t.model);
+  read_merges(g, t.model);
+  t.has_decoder = true;
+  t.decoders.emplace_back(DecByteFallback{});
+  t.decoders.emplace_back(DecFuse{});
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
@@ -223,32 +235,20 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& g) {
   } else if (kind == "gemma4") {
     // SentencePiece-style BPE on raw UTF-8 (llama.cpp's "gemma4" vocabulary): spaces become "▁",
     // the text is cut only at newline runs, merges by rank, byte fallback.
-    model.order = BpeModel::Order::kRank;
-    model.byte_fallback = true;
-    byte_fallback_ids(t->tokens, types, model);
-    read_merges(g, model);
     t->normalizers.emplace_back(NormReplace{Regex(" ", true, "replace"), kSpace});
     t->pre_tokenizers.emplace_back(
         PreSplit{Regex("[^\\n]+|[\\n]+", false, "tokenizer.ggml.model 'gemma4'"), SplitBehavior::kIsolated, false});
-    t->has_decoder = true;
     t->decoders.emplace_back(DecReplace{kSpace, " "});
-    t->decoders.emplace_back(DecByteFallback{});
-    t->decoders.emplace_back(DecFuse{});
+    raw_utf8_bpe(g, types, *t);
   } else if (kind == "whitespace") {
     // llama.cpp's "whitespace" vocabulary, which its converter writes for JinaBERT models whose
     // tokenizer.json pre-tokenizes with Hugging Face's Whitespace (jina-embeddings-v2-base-zh): BPE
     // on raw UTF-8, merges by rank, byte fallback. The words are Whitespace's (kWhitespaceWords:
     // runs of word characters and runs of other non-space ones, whitespace dropped): the model's own split, where llama.cpp
     // cuts at whitespace only (NOTE [GGUF pre-tokenizers]).
-    model.order = BpeModel::Order::kRank;
-    model.byte_fallback = true;
-    byte_fallback_ids(t->tokens, types, model);
-    read_merges(g, model);
     t->pre_tokenizers.emplace_back(
         PreSplit{Regex(kWhitespaceWords, false, "tokenizer.ggml.model 'whitespace'"), SplitBehavior::kRemoved, true});
-    t->has_decoder = true;
-    t->decoders.emplace_back(DecByteFallback{});
-    t->decoders.emplace_back(DecFuse{});
+    raw_utf8_bpe(g, types, *t);
   } else {
     model.order = BpeModel::Order::kRank;
     model.byte_level = true;
