@@ -95,35 +95,110 @@ def write_case(case, root):
     return None
 
 
-# Failures examined and explained (written under the table; they still count as failed).
+# Cases examined and explained (written under the table; a "fail" here still counts as failed).
 EXPLAINED = {
     "test_attention_4d_causal_fp16_expanded":
-        "float16 rounding, not a wrong mapping: the exact (float64) value of element 20 is 0.398295; Spore gives "
-        "0.398438 and ONNX Runtime 0.398193 (the nearest float16 values above and below), the reference 0.397949 "
-        "(one float16 step further); rtol 1e-3 admits ONNX Runtime's but not Spore's. Node by node against ONNX "
-        "Runtime, the first difference is the Q.K^T MatMul (k = 8), where Spore's float16 products are the exactly "
-        "rounded ones (float64 sums rounded once) and ONNX Runtime's are an ulp off in places; the chain after it "
-        "(scale, mask, softmax, V) carries the two apart. (The Attention op itself, test_attention_4d_causal_fp16, "
-        "passes: Spore runs it in float32 and rounds once, as ONNX Runtime does.)",
+        "float16 rounding in the reference: Spore's output equals, bit for bit, the float64 evaluation that rounds each "
+        "node's output once to float16 (the graph's exact meaning). At element 20 that is 0.398438; the exact "
+        "attention is 0.398295, ONNX Runtime 1.32 gives 0.398193 (its float16 kernels differ from the per-node float64 "
+        "evaluation at 12% of the elements, with its graph optimizations off too), the reference 0.397949: onnx's float16 reference ops round inside the node (softmax's sums, the "
+        "matmul), one float16 step further than rtol 1e-3 admits. (The Attention op itself, "
+        "test_attention_4d_causal_fp16, passes.)",
     "test_dft_inverse":
-        "the reference's own single-precision noise, not a wrong mapping: the expected element 101 (the imaginary part "
-        "of an exact -5 + 0i) is 1.9e-7, which numpy 2's FFT gives for complex64 input; in complex128 it is -7.1e-16, "
-        "and Spore (float64 sums) gives ~0; atol 1e-7 admits neither 0 nor the exact value.",
+        "single-precision noise in the reference: the expected imaginary parts of the Nyquist row (exactly 0) are "
+        "1.9e-7, what numpy 2's FFT gives for complex64 input (onnx's case computes it so); the float64 evaluation "
+        "gives -7.1e-16, Spore ~3e-15; the case's tolerance (atol 1e-7) around 1.9e-7 admits neither. ONNX Runtime 1.32 fails 20 elements of "
+        "this case.",
     "test_dft_inverse_opset19": "the same case as test_dft_inverse at op set 19 (the same reference noise).",
 }
-# bfloat16 Attention: one bfloat16 step is 0.4%, and these cases' rtol of 1e-3 admits none, so they
-# test the rounding sequence bit for bit. ONNX's reference equals a numpy emulation in which every
-# step is rounded to bfloat16, softmax's partial sums included (numpy reduces a bfloat16 array in
-# bfloat16); Spore rounds at the function body's op boundaries (Softmax as max, sub, exp, sum, div,
-# NOTE [ONNX carried types]) with float32 inside each op. Measured on test_attention_4d_causal_bf16:
-# against the exact (float64) attention Spore's mean error is 6.6e-4 and the reference's 8.9e-4.
-for _name in ("test_attention_3d_causal_bf16", "test_attention_4d_causal_bf16", "test_attention_4d_causal_padded_kv_bf16",
-              "test_attention_4d_padded_kv_bf16"):
-    for _case in (_name, _name + "_expanded"):
-        EXPLAINED[_case] = ("bfloat16 rounding, not a wrong mapping: one bfloat16 step (0.4%) against rtol 1e-3; the reference rounds "
-                            "every step, softmax's partial sums included, to bfloat16, Spore rounds per op with float32 inside "
-                            "(closer to the exact result: mean error 6.6e-4 against the reference's 8.9e-4 on "
-                            "test_attention_4d_causal_bf16)")
+
+
+# Element types a float64 evaluation widens: every float type the reference computes in.
+WIDENED = {"float16", "bfloat16", "float32"}
+# Ops whose result is a type, a shape or a value that no rounding touches: run as they are.
+AS_IS = {"Cast", "CastLike", "Constant", "ConstantOfShape", "Shape", "Size"}
+
+
+def float64_outputs(case):
+    """The case's outputs as a float64 evaluation of its graph gives them, or None.
+
+    Node by node in the graph's order, with onnx's reference ops: every floating input is widened to
+    float64, the op computed there, and each output rounded once to the element type the node gives
+    it in the reference's own run. This is the graph's exact meaning up to one rounding per node
+    output: an independent oracle for a case whose reference data were computed in the narrow type
+    (numpy's complex64 FFT, float16 matmul sums). None for a graph with subgraphs or an op the
+    reference cannot run widened."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = case.model
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in model.graph.node for a in n.attribute):
+        return None
+    inputs, _ = case.data_sets[0]
+    values = {i.name: np.asarray(onnx.numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v)
+              for i, v in zip(model.graph.input, inputs)}
+    for t in model.graph.initializer:
+        values[t.name] = onnx.numpy_helper.to_array(t)
+
+    def run(node, args):
+        given = [(k, a) for k, a in zip(node.input, args) if k]
+        graph = onnx.helper.make_graph(
+            [node], "node",
+            [onnx.helper.make_tensor_value_info(k, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for k, a in given],
+            [onnx.helper.make_tensor_value_info(o, 0, None) for o in node.output])
+        one = onnx.helper.make_model(graph, opset_imports=model.opset_import, functions=model.functions)
+        return [np.asarray(r) for r in ReferenceEvaluator(one).run(None, dict(given))]
+
+    try:
+        for node in model.graph.node:
+            args = [values[k] if k else None for k in node.input]
+            typed = run(node, args)
+            if node.op_type not in AS_IS and any(a is not None and str(a.dtype) in WIDENED for a in args):
+                wide = run(node, [a.astype(np.float64) if a is not None and str(a.dtype) in WIDENED else a for a in args])
+                typed = [w.astype(t.dtype) if str(t.dtype) in WIDENED else t for t, w in zip(typed, wide)]
+            values.update(zip(node.output, typed))
+        return [values[o.name] for o in model.graph.output]
+    except Exception:  # noqa: BLE001 - any op the reference cannot run widened: no oracle
+        return None
+
+
+def within(got, want, rtol, atol):
+    """The runner's rule (onnx's assert_similar_outputs): |got - want| <= atol + rtol |want|, with
+    rtol at least 2^-6 for bfloat16; NaN matches NaN."""
+    if str(want.dtype) == "bfloat16":
+        rtol = max(rtol, 2.0 ** -6)
+    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return g.shape == w.shape and bool(np.all((g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= atol + rtol * np.abs(w))))
+
+
+def reference_off(runner, failed, by_case, work):
+    """Of the failed cases, those where the reference data, not Spore, is off: a float64 evaluation
+    of the same graph (float64_outputs) puts the reference outside the case's tolerance and Spore
+    inside it (the runner, rerun against the float64 outputs). {name: detail}."""
+    oracle_dir = os.path.join(work, "_float64")
+    found = {}
+    for name in failed:
+        case = by_case[name]
+        wide = float64_outputs(case)
+        if wide is None:
+            continue
+        _, reference = case.data_sets[0]
+        off = [k for k, (r, w) in enumerate(zip(reference, wide)) if not within(np.asarray(r), w, case.rtol, case.atol)]
+        if not off:
+            continue
+        d = os.path.join(oracle_dir, name)
+        shutil.copytree(os.path.join(work, name), d)
+        for k, w in enumerate(wide):
+            data, _ = storable(w)
+            np.save(os.path.join(d, f"output_{k}.npy"), np.array(data, order="C"))
+        k = off[0]
+        r, w = np.asarray(reference[k], np.float64).ravel(), np.asarray(wide[k], np.float64).ravel()
+        i = int(np.nanargmax(np.abs(r - w) / (case.atol + case.rtol * np.abs(w))))  # the furthest outside
+        found[name] = f"output {k} element {i}: reference {r[i]:.7g}, float64 evaluation {w[i]:.7g}"
+    if not found:
+        return {}
+    run = subprocess.run([runner, oracle_dir], capture_output=True, text=True)
+    spore_within = {line.split("\t")[0] for line in run.stdout.splitlines() if line.split("\t")[1:2] == ["pass"]}
+    return {n: d for n, d in found.items() if n in spore_within}
 
 
 def ops_of(case):
@@ -156,12 +231,17 @@ def main():
         detail = detail.replace(os.path.join(work, name, "model.onnx") + ": ", "")
         results[name] = (status, detail)
     by_case = {c.name: c for c in cases}
+    failed = sorted(n for n, (s, _) in results.items() if s == "fail")
+    for name, detail in reference_off(args.runner, failed, by_case, work).items():
+        results[name] = ("reference off", f"{detail}; Spore within the tolerance of the float64 evaluation "
+                         f"(against the reference: {results[name][1]})")
     counts = collections.Counter(s for s, _ in results.values())
     mapped = sum(v for k, v in counts.items() if k != "unmapped")
     print(f"{len(cases)} node cases: {counts['pass']} passed, {counts['fail']} failed, "
           f"{counts['refused'] + counts['unmapped'] + len(skipped)} refused (all); "
           f"{len(skipped)} not written (non-tensor data); {len(results)} run: "
-          f"{mapped} mapped, {counts['pass']} passed, {counts['fail']} failed, {counts['refused']} refused, "
+          f"{mapped} mapped, {counts['pass']} passed, {counts['fail']} failed, "
+          f"{counts['reference off']} with the reference data off (float64-checked), {counts['refused']} refused, "
           f"{counts['error']} errors; {counts['unmapped']} unmapped")
 
     if args.table:
@@ -175,18 +255,22 @@ def main():
             f.write(f"onnx {onnx.__version__}, written by tools/onnx_node_tests.py (rerun it to refresh).\n\n")
             refused_all = counts["refused"] + counts["unmapped"] + len(skipped)
             f.write("Over every node case of the package:\n\n")
-            f.write("| cases | passed | failed | errors | refused (all) | of which: op not mapped | attribute, version or dtype refused | non-tensor data |\n")
-            f.write("|---|---|---|---|---|---|---|---|\n")
-            f.write(f"| {len(cases)} | {counts['pass']} | {counts['fail']} | {counts['error']} | {refused_all} | {counts['unmapped']} | "
+            f.write("| cases | passed | failed | reference data off (float64-checked) | errors | refused (all) | of which: op not mapped | attribute, version or dtype refused | non-tensor data |\n")
+            f.write("|---|---|---|---|---|---|---|---|---|\n")
+            f.write(f"| {len(cases)} | {counts['pass']} | {counts['fail']} | {counts['reference off']} | {counts['error']} | {refused_all} | {counts['unmapped']} | "
                     f"{counts['refused']} | {len(skipped)} |\n\n")
             f.write("## Mapped cases that do not pass\n\n| case | ops | status | detail |\n|---|---|---|---|\n")
             for name in sorted(results):
                 status, detail = results[name]
-                if status in ("fail", "refused", "error"):
-                    f.write(f"| {name} | {' '.join(ops_of(by_case[name]))} | {status} | {detail.replace('|', '/')[:200]} |\n")
-            explained = [n for n in sorted(EXPLAINED) if results.get(n, ("",))[0] == "fail"]
+                if status in ("fail", "reference off", "refused", "error"):
+                    f.write(f"| {name} | {' '.join(ops_of(by_case[name]))} | {status} | {detail.replace('|', '/')[:320]} |\n")
+            explained = [n for n in sorted(EXPLAINED) if results.get(n, ("",))[0] in ("fail", "reference off")]
             if explained:
-                f.write("\n## Failures explained\n\n")
+                f.write("\n## Cases explained\n\n")
+                f.write("\"reference off\": Spore's output fails against the case's reference data, but a float64 evaluation of "
+                        "the same graph (each node computed in float64 with onnx's reference ops and rounded once to its "
+                        "output type; tools/onnx_node_tests.py float64_outputs) puts the reference data outside the case's "
+                        "own tolerance and Spore's output inside it. Checked on every run; not counted as passed.\n\n")
                 for n in explained:
                     f.write(f"- {n}: {EXPLAINED[n]}\n")
             f.write("\n## Passing cases\n\n")
