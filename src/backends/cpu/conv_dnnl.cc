@@ -56,8 +56,11 @@ struct Entry {
 // Below this many multiply-adds the reorders cost more than the blocked convolution saves. The
 // output must be at least kBlockedPixels pixels, or at least kBlockedSide on each side: with
 // 16 x 16 squares blocked too, YOLOv8n (nudenet) ran 25.6 -> 23.4 ms at one thread and 20.6 ->
-// 19.6 at two (its 20x20 heads; a 64 -> 64 3x3 at 20x20 1.33 -> 0.86 ms for four); 8 x 8 gained
-// nothing more and lost at two threads. A 1-D output (one row or one column) is never blocked:
+// 19.6 at two (its 20x20 heads; a 64 -> 64 3x3 at 20x20 1.33 -> 0.86 ms for four). 8 x 8 too
+// since oneDNN's blocked path became brgconv over nhwc (onednn_verbose): YOLOv8n's 10 x 10 3x3s
+// ran at 28-40 GMAC/s through the plain gemm, 70-80 blocked; the model 17.7 -> 16.2 ms at two
+// threads (it had gained nothing and lost at two threads when the reorders were planned for two
+// and run on one, below). A 1-D output (one row or one column) is never blocked:
 // magika's 5-tap convolution (256 -> 512 channels, 508 x 1) took 17 ms blocked against 5 ms
 // plain, and 128 -> 128 over 2048 x 1 7.4 against 4.1 ms (1.8x at two threads as well). (An
 // earlier 32 x 32 floor was measured while the reorders were planned for two threads and run on
@@ -70,7 +73,7 @@ constexpr int64_t kBlockedMacs = int64_t{1} << 20;
 // one; with this floor 1.85 ms, while YOLOv8n, PP-OCRv4's detector and PicoDet kept their
 // two-thread times (16 M lost 1 ms on YOLOv8n).
 constexpr int64_t kSerialConvMacs = int64_t{1} << 22;
-constexpr int64_t kBlockedPixels = 32 * 32, kBlockedSide = 16;
+constexpr int64_t kBlockedPixels = 32 * 32, kBlockedSide = 8;
 
 bool wants_blocked(ConvPass pass, const ops::ConvGeometry& g, bool bf16) {
   const bool large = g.ho * g.wo >= kBlockedPixels || (g.ho >= kBlockedSide && g.wo >= kBlockedSide);
@@ -211,6 +214,8 @@ bool blocked_on_pool(const ops::ConvGeometry& g, const float* a, const float* b,
 }
 
 }  // namespace
+
+bool conv_blocked_forward(const ops::ConvGeometry& g) { return wants_blocked(ConvPass::kForward, g, false); }
 
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
                void* out) {

@@ -63,9 +63,13 @@ bool plane_kernel(const ops::ConvGeometry& g) {
 // layouts): PP-LCNet's 5x5 at 14x14 ran at 3 GFLOP/s there.
 bool depthwise_plane(const ops::ConvGeometry& g) { return plane_kernel(g) && g.groups == g.c && g.o == g.c; }
 // A dense one over a few input channels (an image's RGB: MobileNetV2's stem), which oneDNN's
-// gemm-based convolution ran at under 1 GFLOP/s here (im2col of 3 channels, DNNL_VERBOSE).
+// gemm-based convolution ran at under 1 GFLOP/s here (im2col of 3 channels, DNNL_VERBOSE). Not
+// when oneDNN would run it blocked: YOLOv8n's 3 -> 16 stem (stride 2, 320 x 320) took 1.23 ms
+// here and 0.78 ms there, its reorders counted.
 constexpr int64_t kFewChannels = 4;
-bool few_channels_plane(const ops::ConvGeometry& g) { return plane_kernel(g) && g.groups == 1 && g.c <= kFewChannels; }
+bool few_channels_plane(const ops::ConvGeometry& g) {
+  return plane_kernel(g) && g.groups == 1 && g.c <= kFewChannels && !conv_blocked_forward(g);
+}
 
 template <class C>
 void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y) {

@@ -17,6 +17,10 @@ enum class ConvPass { kForward, kGradInput, kGradWeight };
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
                void* out);
 
+// Whether conv_dnnl runs this float32 forward in oneDNN's blocked layouts (NOTE [oneDNN
+// convolution]): a convolution that does needs no hand-written path.
+bool conv_blocked_forward(const ops::ConvGeometry& g);
+
 // Direct loops (conv_direct.cc), instantiated for float and double. Writes every element of
 // `out`; each output element is summed by one task in a fixed order (thread-count independent).
 template <class T>
