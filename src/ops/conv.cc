@@ -16,6 +16,7 @@
 
 #include "describe.h"
 #include "conv_geometry.h"
+#include "fused_program.h"
 #include "op_families.h"
 #include "spore/ops.h"
 
@@ -175,10 +176,14 @@ void infer_conv2d_grad_weight(const InferArgs& a, Inference& out) {
   out.compute = t;
 }
 
-// fused_conv2d(x, weight, bias): conv2d's checks, then bias [out_channels] and the clamp bounds
-// (NOTE [Lite executor]: Lite substitutes it at load for a convolution, its folded BatchNorm and
-// its ReLU / ReLU6 / Clip).
+// fused_conv2d(x, weight, bias, scalars...): conv2d's checks, then bias [out_channels] and the
+// clamp bounds (NOTE [Lite executor]: Lite substitutes it at load for a convolution, its folded
+// BatchNorm and its ReLU / ReLU6 / Clip), then the optional epilogue (NOTE [Convolution
+// epilogues]): a fused program over the clamped float32 output (%0) and the one-element inputs
+// after the bias (%1...), whose result is the node's output.
 void infer_fused_conv2d(const InferArgs& a, Inference& out) {
+  if (a.inputs.size() < 3)
+    op_error(a.def, ErrorCode::kValue, "takes x, weight and bias, got " + std::to_string(a.inputs.size()) + " inputs");
   infer_conv2d(a, out);
   const Tensor& b = a.inputs[2];
   const int64_t o = a.inputs[1].shape()[0];
@@ -192,6 +197,26 @@ void infer_fused_conv2d(const InferArgs& a, Inference& out) {
     op_error(a.def, ErrorCode::kValue,
              "clamp bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
                  "] are empty or NaN; use -inf and inf for no clamp");
+  const std::string epilogue = a.attrs.size() > 6 ? a.attrs.s(6) : std::string();  // optional
+  if (epilogue.empty()) {
+    if (a.inputs.size() > 3) op_error(a.def, ErrorCode::kValue, "inputs after the bias need an epilogue that reads them");
+    return;
+  }
+  if (out.outputs[0].dtype != DType::kFloat32)
+    op_error(a.def, ErrorCode::kDType, "an epilogue needs a float32 convolution, got " + std::string(dtype_name(out.outputs[0].dtype)));
+  std::vector<DType> dtypes{DType::kFloat32};
+  for (size_t k = 3; k < a.inputs.size(); ++k) {
+    if (a.inputs[k].numel() != 1)
+      op_error(a.def, ErrorCode::kShape, "epilogue input " + std::to_string(k - 2) + " " + describe(a.inputs[k]) + " must hold one element");
+    dtypes.push_back(a.inputs[k].dtype());
+  }
+  FusedProgram p = parse_fused_program(epilogue);
+  type_fused_program(p, dtypes);
+  if (p.num_inputs != (int)dtypes.size())
+    op_error(a.def, ErrorCode::kValue, "the epilogue reads " + std::to_string(p.num_inputs) + " values but the node gives it " +
+                                           std::to_string(dtypes.size()) + "; every one must be read");
+  if (p.instrs.back().result != DType::kFloat32)
+    op_error(a.def, ErrorCode::kDType, std::string("the epilogue must end in float32, its result is ") + dtype_name(p.instrs.back().result));
 }
 
 Conv2dOptions conv_options(const Attrs& a, int first) {
@@ -321,8 +346,9 @@ void define_conv_ops(OpTable& table) {
 
   // Inference only: Lite substitutes it at load (NOTE [Lite executor]); its gradient would be
   // the clamp's mask times conv2d's, which no training path needs yet.
-  OpDef& fc = define(table, OpId::k_fused_conv2d, 3,
-                     {stride, padding, dilation, groups, {"clamp_min", AttrKind::kFloat}, {"clamp_max", AttrKind::kFloat}});
+  OpDef& fc = define(table, OpId::k_fused_conv2d, -1,
+                     {stride, padding, dilation, groups, {"clamp_min", AttrKind::kFloat}, {"clamp_max", AttrKind::kFloat},
+                      {"epilogue", AttrKind::kString, true}});
   fc.facts = not_elementwise();
   fc.promote_mask = 0b111;
   fc.infer = &infer_fused_conv2d;

@@ -58,9 +58,14 @@ std::string dtype_list(const std::vector<DType>& ts) {
 }
 
 void check_attrs(const OpDef& def, const Attrs& attrs) {
-  if (attrs.size() != (int)def.attrs.size())
-    op_error(def, ErrorCode::kValue, "expects " + std::to_string(def.attrs.size()) +
-                                         " attributes, got " + std::to_string(attrs.size()));
+  // Trailing optional attributes (added to an op later, AttrSpec::optional) may be left out, as
+  // an IR file written before them leaves them out; the kernel then sees fewer.
+  int required = (int)def.attrs.size();
+  while (required > 0 && def.attrs[(size_t)required - 1].optional) --required;
+  if (attrs.size() < required || attrs.size() > (int)def.attrs.size())
+    op_error(def, ErrorCode::kValue, "expects " + std::to_string(def.attrs.size()) + " attributes" +
+                                         (required < (int)def.attrs.size() ? " (the last " + std::to_string(def.attrs.size() - (size_t)required) + " optional)" : std::string()) +
+                                         ", got " + std::to_string(attrs.size()));
   for (int i = 0; i < attrs.size(); ++i) {
     // AttrKind's order matches AttrValue's alternatives.
     if ((int)attrs[i].index() != (int)def.attrs[i].kind)

@@ -360,7 +360,7 @@ FactoryTable build() {
                        [](const std::vector<Tensor>& x, bool) {
                          const std::vector<int64_t> one{1, 1};
                          return dispatch1(OpId::k_fused_conv2d, std::span<const Tensor>(x),
-                                          Attrs::of(one, one, one, int64_t{2}, -0.5, 0.5));
+                                          Attrs::of(one, one, one, int64_t{2}, -0.5, 0.5, std::string()));
                        });
   };
   f[OpId::k_conv2d_grad_input] = [](DType t) -> std::optional<OpCase> {

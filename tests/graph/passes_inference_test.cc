@@ -184,6 +184,73 @@ TEST(InferencePasses, FusedGroupsAfterAConvolutionAreExpandedAndFused) {
   EXPECT_LE(largest_difference(b.run()[0], before[0]), 1e-5 * max_magnitude(before[0]));
 }
 
+// conv2d (constant weight) + a per-channel bias, the start of every epilogue test below.
+ValueId conv_with_bias(Builder& b, ValueId x, uint64_t seed) {
+  const ValueId w = b.constant(random_uniform({6, 3, 3, 3}, seed, -0.5, 0.5));
+  const ValueId bias = b.constant(random_uniform({1, 6, 1, 1}, seed + 1, -1, 1));
+  const Attrs a = Attrs::of(std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1}, int64_t{1});
+  return b.node(OpId::k_add, {b.node(OpId::k_conv2d, {x, w}, a), bias});
+}
+
+TEST(InferencePasses, ConvolutionTailsBecomeEpiloguesBitForBit) {
+  // SiLU (x * sigmoid(x)), hard-swish (x * clip(x / 6 + 0.5, 0, 1), as the ONNX importer writes
+  // it) and a lone tanh after three convolutions: each convolution absorbs its tail as its
+  // epilogue (NOTE [Convolution epilogues]), and the results equal, bit for bit, the pipeline
+  // without that last pass (the same kernels' loops), and float64 within float32 rounding.
+  Builder b;
+  const ValueId x = b.input(random_uniform({1, 3, 12, 12}, 50, -1, 1));
+  const ValueId c1 = conv_with_bias(b, x, 51), c2 = conv_with_bias(b, x, 53), c3 = conv_with_bias(b, x, 55);
+  const ValueId silu = b.node(OpId::k_mul, {c1, b.node(OpId::k_sigmoid, {c1})});
+  const ValueId h = b.node(OpId::k_add, {b.node(OpId::k_mul, {c2, b.constant(Tensor::scalar(1.0f / 6))}), b.constant(Tensor::scalar(0.5f))});
+  const ValueId clip = b.node(OpId::k_minimum, {b.node(OpId::k_maximum, {h, b.constant(Tensor::scalar(0.0f))}), b.constant(Tensor::scalar(1.0f))});
+  const ValueId hswish = b.node(OpId::k_mul, {c2, clip});
+  b.outputs({silu, hswish, b.node(OpId::k_tanh, {c3})});
+  const auto eager = b.run();
+
+  Graph without = b.g;
+  fuse_convolutions(without);
+  fuse_elementwise(without, 0);
+  eliminate_dead_code(without);
+  EXPECT_EQ(count_ops(without, OpId::k_fused_elementwise), 2);
+
+  PassOptions o;
+  o.inference = true;
+  o.min_fusion_elements = 0;
+  const std::vector<PassStats> stats = run_passes(b.g, o);
+  EXPECT_EQ(b.ops(), (std::vector<OpId>{OpId::k_fused_conv2d, OpId::k_fused_conv2d, OpId::k_fused_conv2d}));
+  for (const Node& n : b.g.nodes()) EXPECT_FALSE(n.attrs.s(6).empty());
+  EXPECT_EQ(stats.back().pass, "dce");
+  const auto got = b.run(), want = b.run(without);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(test::bytes(got[i]), test::bytes(want[i])) << "output " << i;
+    EXPECT_LE(largest_difference(got[i], eager[i]), 1e-5 * max_magnitude(eager[i])) << "output " << i;
+  }
+}
+
+TEST(InferencePasses, ConvolutionTailsThatReadMoreStaySeparate) {
+  // A tail that reads another tensor (a residual add), one whose convolution output is read
+  // twice, and one ending in float64 stay as they were.
+  Builder b;
+  const ValueId x = b.input(random_uniform({1, 3, 8, 8}, 60, -1, 1));
+  const ValueId r = b.input(random_uniform({1, 6, 8, 8}, 61, -1, 1));
+  const ValueId c1 = conv_with_bias(b, x, 62), c2 = conv_with_bias(b, x, 64), c3 = conv_with_bias(b, x, 66);
+  const ValueId res = b.node(OpId::k_relu, {b.node(OpId::k_add, {c1, r})});
+  const ValueId twice = b.node(OpId::k_sigmoid, {c2});
+  const ValueId wide = b.node(OpId::k_cast, {c3}, Attrs::of(DType::kFloat64));
+  b.outputs({res, twice, c2, wide});
+  const auto before = b.run();
+  PassOptions o;
+  o.inference = true;
+  o.min_fusion_elements = 0;
+  run_passes(b.g, o);
+  for (const Node& n : b.g.nodes())
+    if (n.op() == OpId::k_fused_conv2d) EXPECT_TRUE(n.attrs.s(6).empty());
+  const auto after = b.run();
+  EXPECT_EQ(b.count(OpId::k_fused_conv2d), 3);
+  for (size_t i = 0; i < before.size(); ++i)  // the bias folded into the convolution: a rounding apart
+    EXPECT_LE(largest_difference(after[i], before[i]), 1e-5 * max_magnitude(before[i])) << "output " << i;
+}
+
 TEST(InferencePasses, FoldingHonoursTheCallersSizeAndViewRules) {
   // 2 MiB: over jit's bound, under Lite's 64 MiB.
   Builder b;

@@ -165,6 +165,65 @@ TEST(LiteExecutor, TheFewChannelPlaneKernelMatchesFloat64AtEveryLevel) {
     }
 }
 
+TEST(LiteExecutor, ConvolutionEpiloguesEqualTheSeparateOpsAtEveryLevel) {
+  // NOTE [Convolution epilogues]: the epilogue runs on each task's output planes with the
+  // elementwise kernels' own loops, so fused_conv2d with SiLU (sigmoid, mul) or hard-swish (mul,
+  // add, maximum, minimum, mul by one-element inputs) as its epilogue equals, bit for bit, the
+  // same fused_conv2d followed by those ops. The three kernel paths: depthwise planes, a
+  // three-channel stem, and the general one (oneDNN, blocked or not, then the bias sweep); planes
+  // from 1x1 to 40x40 (many planes per task, and a plane longer than a fused block).
+  struct Case {
+    std::vector<int64_t> x, k;
+    int64_t groups, stride, pad;
+  };
+  const Case cases[] = {{{1, 4, 9, 11}, {4, 1, 3, 3}, 4, 1, 1}, {{1, 3, 40, 40}, {8, 3, 3, 3}, 1, 2, 1},
+                        {{1, 16, 40, 40}, {16, 16, 3, 3}, 1, 1, 1}, {{2, 8, 1, 1}, {6, 8, 1, 1}, 1, 1, 0},
+                        {{1, 32, 10, 10}, {32, 32, 3, 3}, 1, 1, 1}};
+  const Tensor third = Tensor::scalar(1.0f / 6), half = Tensor::scalar(0.5f), zero = Tensor::scalar(0.0f),
+               one = Tensor::scalar(1.0f);
+  for (const Case& c : cases) {
+    const Tensor x = random_uniform(c.x, 40, -2, 2), k = random_uniform(c.k, 41, -0.5, 0.5), b = random_uniform({c.k[0]}, 42, -1, 1);
+    const std::vector<int64_t> st{c.stride, c.stride}, pad{c.pad, c.pad}, dil{1, 1};
+    SCOPED_TRACE(Shape(c.x).str() + " * " + Shape(c.k).str());
+    at_every_level([&] {
+      const Tensor y = dispatch1(OpId::k_fused_conv2d, {x, k, b}, Attrs::of(st, pad, dil, c.groups, -INFINITY, INFINITY));
+      const Tensor silu = dispatch1(OpId::k_fused_conv2d, {x, k, b},
+                                    Attrs::of(st, pad, dil, c.groups, -INFINITY, INFINITY, std::string("sigmoid %0; mul %0 $0")));
+      EXPECT_EQ(silu.to_vector<float>(), mul(y, sigmoid(y)).to_vector<float>());
+      const Tensor hs = dispatch1(OpId::k_fused_conv2d, {x, k, b, third, half, zero, one},
+                                  Attrs::of(st, pad, dil, c.groups, -INFINITY, INFINITY,
+                                            std::string("mul %0 %1; add $0 %2; maximum $1 %3; minimum $2 %4; mul %0 $3")));
+      EXPECT_EQ(hs.to_vector<float>(), mul(y, minimum(maximum(add(mul(y, third), half), zero), one)).to_vector<float>());
+    });
+  }
+}
+
+TEST(LiteExecutor, ConvolutionEpiloguesAreCheckedByName) {
+  const Tensor x = random_uniform({1, 2, 5, 5}, 43, -1, 1), k = random_uniform({3, 2, 3, 3}, 44, -1, 1), b = random_uniform({3}, 45, -1, 1);
+  const std::vector<int64_t> one{1, 1};
+  auto run = [&](std::vector<Tensor> in, const std::string& program) {
+    return dispatch1(OpId::k_fused_conv2d, in, Attrs::of(one, one, one, int64_t{1}, -INFINITY, INFINITY, program));
+  };
+  auto code_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kInternal;
+  };
+  EXPECT_EQ(code_of([&] { run({x, k, b, random_uniform({2}, 46, 0, 1)}, "add %0 %1"); }), ErrorCode::kShape);
+  EXPECT_EQ(code_of([&] { run({x, k, b, Tensor::scalar(1.0f)}, ""); }), ErrorCode::kValue);
+  EXPECT_EQ(code_of([&] { run({x, k, b, Tensor::scalar(1.0f)}, "sigmoid %0"); }), ErrorCode::kValue);  // %1 unread
+  EXPECT_EQ(code_of([&] { run({x, k, b}, "no_such_op %0"); }), ErrorCode::kValue);
+  EXPECT_EQ(code_of([&] { run({x, k, b}, "cast:float64 %0"); }), ErrorCode::kDType);
+  EXPECT_EQ(code_of([&] { run({x.to(DType::kFloat64), k.to(DType::kFloat64), b.to(DType::kFloat64)}, "sigmoid %0"); }),
+            ErrorCode::kDType);
+  // Six attributes (the epilogue left out, as before it existed): no epilogue.
+  EXPECT_EQ(dispatch1(OpId::k_fused_conv2d, {x, k, b}, Attrs::of(one, one, one, int64_t{1}, -1.0, 1.0)).to_vector<float>(),
+            dispatch1(OpId::k_fused_conv2d, {x, k, b}, Attrs::of(one, one, one, int64_t{1}, -1.0, 1.0, std::string())).to_vector<float>());
+}
+
 // A BERT-style encoder layer (post-LayerNorm, GELU), small: sequence 8, hidden 32, 4 heads, FFN 64.
 // Its weights are made once, outside any trace, so the export captures them as parameters.
 const int64_t kSeq = 8, kHidden = 32, kHeads = 4, kFfn = 64;

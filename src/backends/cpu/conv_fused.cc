@@ -8,8 +8,11 @@
 // * everything else: conv2d's own path (oneDNN for float32, the direct loops when it refuses and
 //   for float64; the half types in float32, rounded once), then bias and clamp in one sweep per
 //   output plane while it is in cache.
+// A float32 node's epilogue (NOTE [Convolution epilogues]) runs on each output plane right after
+// its bias and clamp, in place, with the elementwise kernels' own loops (FusedRunner).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +20,8 @@
 #include "cpu_features.h"
 #include "cpu_kernels.h"
 #include "dwconv.h"
+#include "fused_runner.h"
+#include "ops/fused_program.h"
 #include "spore/half.h"
 #include "thread_pool.h"
 
@@ -71,8 +76,28 @@ bool few_channels_plane(const ops::ConvGeometry& g) {
   return plane_kernel(g) && g.groups == 1 && g.c <= kFewChannels && !conv_blocked_forward(g);
 }
 
+// The epilogue program and its one-element inputs (%1...); %0 is the output being finished.
+struct Epilogue {
+  FusedRunner runner;
+  std::vector<const char*> ptr;  // [0] set per block, then the one-element inputs
+  std::vector<int64_t> stride;   // 1, then 0 for each one-element input
+
+  // Runs the program over n floats at y, in place, block by block. Called once per task on the
+  // task's run of whole output planes (contiguous), which it has just written: small planes
+  // (10 x 10) would otherwise pay the per-call set-up per plane.
+  void apply(float* y, int64_t n) const {
+    char* slots = fused_scratch(std::max(1, runner.slots()) * kFusedSlotBytes);
+    thread_local std::vector<const char*> p;
+    p = ptr;
+    for (int64_t b = 0; b < n; b += kFusedBlock) {
+      p[0] = reinterpret_cast<const char*>(y + b);
+      runner.run_block(p.data(), stride.data(), y + b, std::min(kFusedBlock, n - b), slots);
+    }
+  }
+};
+
 template <class C>
-void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y) {
+void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y, const Epilogue* epilogue = nullptr) {
   const int64_t plane = g.ho * g.wo;
   parallel_for(g.n * g.o, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, plane)), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
@@ -80,11 +105,13 @@ void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y) {
       const C bv = bias[t % g.o];
       for (int64_t i = 0; i < plane; ++i) p[i] = std::min(std::max(p[i] + bv, lo), hi);
     }
+    if constexpr (std::is_same_v<C, float>)
+      if (epilogue) epilogue->apply(y + b * plane, (e - b) * plane);
   });
 }
 
 void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const float* bias, float lo, float hi,
-             float* y) {
+             float* y, const Epilogue* epilogue = nullptr) {
   const int k = (int)g.kh;
   const int64_t taps = g.kh * g.kw, zeros = g.w + g.kw - 1;
   if (depthwise_plane(g)) {
@@ -98,6 +125,7 @@ void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const f
         fn(x + t * plane_in, w + c * taps, k, bias[c], lo, hi, y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh,
            false, zero.data());
       }
+      if (epilogue) epilogue->apply(y + b * plane_out, (e - b) * plane_out);
     });
     return;
   }
@@ -115,6 +143,7 @@ void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const f
              last ? hi : INFINITY, y + t * plane_out, g.h, g.w, g.ho, g.wo, (int)g.sh, c > 0, zero.data());
         }
       }
+      if (epilogue) epilogue->apply(y + b * plane_out, (e - b) * plane_out);
     });
     return;
   }
@@ -124,7 +153,23 @@ void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const f
   const bool depthwise = g.groups > 1 && g.cg() == 1;  // oneDNN is slow there (conv_kernels.cc)
   if (!conv_pointwise_gemm(g, x, w, y) && !conv_im2col_gemm(g, x, w, y) && (depthwise || !conv_dnnl(ConvPass::kForward, g, false, x, w, y)))
     conv_direct<float>(ConvPass::kForward, g, x, w, y);
-  bias_clamp<float>(g, bias, lo, hi, y);
+  bias_clamp<float>(g, bias, lo, hi, y, epilogue);
+}
+
+// The node's epilogue, or none (infer_fused_conv2d has checked it).
+std::optional<Epilogue> epilogue_of(const KernelCall& c) {
+  if (c.attrs.size() < 7 || c.attrs.s(6).empty()) return std::nullopt;
+  ops::FusedProgram p = ops::parse_fused_program(c.attrs.s(6));
+  std::vector<DType> dtypes{DType::kFloat32};
+  std::vector<const char*> ptr{nullptr};
+  for (size_t k = 3; k < c.inputs.size(); ++k) {
+    dtypes.push_back(c.inputs[k].dtype());
+    ptr.push_back(static_cast<const char*>(c.inputs[k].data_ptr()));
+  }
+  ops::type_fused_program(p, dtypes);
+  std::vector<int64_t> stride(ptr.size(), 0);
+  stride[0] = 1;
+  return Epilogue{FusedRunner(std::move(p)), std::move(ptr), std::move(stride)};
 }
 
 template <class T>
@@ -138,7 +183,9 @@ void fused_conv_kernel(const KernelCall& c) {
   const C* b = as_contiguous<T, C>(c.inputs[2], sb);
   if (c.inputs[0].numel() == 0 || c.inputs[1].numel() == 0) {  // empty sums: the bias alone
     std::vector<C> zeros((size_t)out.numel(), C(0));
-    bias_clamp<C>(g, b, lo, hi, zeros.data());
+    std::optional<Epilogue> epilogue;
+    if constexpr (std::is_same_v<T, float>) epilogue = epilogue_of(c);
+    bias_clamp<C>(g, b, lo, hi, zeros.data(), epilogue ? &*epilogue : nullptr);
     T* po = static_cast<T*>(out.data_ptr());
     for (int64_t i = 0; i < out.numel(); ++i) po[i] = T(zeros[(size_t)i]);
     return;
@@ -148,7 +195,8 @@ void fused_conv_kernel(const KernelCall& c) {
   if constexpr (std::is_same_v<T, C>) {
     T* y = static_cast<T*>(out.data_ptr());
     if constexpr (std::is_same_v<T, float>) {
-      run_f32(g, x, w, b, lo, hi, y);
+      const std::optional<Epilogue> epilogue = epilogue_of(c);
+      run_f32(g, x, w, b, lo, hi, y, epilogue ? &*epilogue : nullptr);
     } else {
       conv_direct<double>(ConvPass::kForward, g, x, w, y);
       bias_clamp<double>(g, b, lo, hi, y);

@@ -13,19 +13,13 @@
 #include "cpu_kernels.h"
 #include "elementwise_iter.h"
 #include "elementwise_loops.h"
+#include "fused_runner.h"
 #include "ops/fused_program.h"
 #include "spore/error.h"
 
 namespace spore::cpu {
 
 namespace {
-
-// 2048 elements: a float32 slot is 8 KiB, so a few live intermediates stay in L1 and a dozen in
-// L2, while the loop calls per block stay few (512 measured ~10 % slower on a*b+c); a multiple
-// of every vector width, so the loops' scalar tails only run at the end of the whole output, as
-// in the standalone kernels.
-constexpr int64_t kFusedBlock = 2048;
-constexpr int64_t kSlotBytes = kFusedBlock * 8;  // the widest dtype
 
 // An input the block reads: flat (pointer walks with the output, stride 1 or 0) or gathered
 // through its broadcast strides into a block buffer.
@@ -86,87 +80,14 @@ void gather(const InputPlan& p, ew::CastLoop copy, int64_t begin, int64_t n, cha
   }
 }
 
-// Each instruction's scratch slot, reusing a slot once its value has no later reader.
-std::vector<int> assign_slots(const ops::FusedProgram& p, int& num_slots) {
-  const int n = (int)p.instrs.size();
-  std::vector<int> last_use(n, -1), slot(n, -1), free_slots;
-  for (int i = 0; i < n; ++i)
-    for (int a = 0; a < p.instrs[i].num_args; ++a)
-      if (p.instrs[i].args[a] < 0) last_use[ops::fused_temp_index(p.instrs[i].args[a])] = i;
-  num_slots = 0;
-  for (int i = 0; i + 1 < n; ++i) {  // the last instruction writes the output
-    // The result never shares a slot with this instruction's own operands (a widening cast
-    // would overwrite elements it has not read yet); their slots free up after it.
-    if (free_slots.empty()) {
-      slot[i] = num_slots++;
-    } else {
-      slot[i] = free_slots.back();
-      free_slots.pop_back();
-    }
-    const ops::FusedInstr& ins = p.instrs[i];
-    for (int a = 0; a < ins.num_args; ++a) {
-      if (ins.args[a] >= 0) continue;
-      const int k = ops::fused_temp_index(ins.args[a]);
-      const bool seen =
-          std::find(ins.args, ins.args + a, ins.args[a]) != ins.args + a;  // mul $0 $0
-      if (last_use[k] == i && !seen) free_slots.push_back(slot[k]);
-    }
-  }
-  return slot;
-}
-
-// This thread's scratch of at least `bytes`, 64-byte aligned and uninitialised (zeroing it per
-// chunk would cost a tenth of a memory-bound kernel's time); kept for the thread's life.
-char* scratch(int64_t bytes) {
-  struct Buffer {
-    char* data = nullptr;
-    int64_t size = 0;
-    ~Buffer() { ::operator delete[](data, std::align_val_t{64}); }
-  };
-  thread_local Buffer buf;
-  if (buf.size < bytes) {
-    ::operator delete[](buf.data, std::align_val_t{64});
-    buf.data = static_cast<char*>(::operator new[]((size_t)bytes, std::align_val_t{64}));
-    buf.size = bytes;
-  }
-  return buf.data;
-}
-
-[[noreturn]] void no_loop(const ops::FusedInstr& ins, int i) {
-  throw Error(ErrorCode::kUnsupported, std::string("fused_elementwise: instruction ") +
-                                           std::to_string(i) + " (" + op_def(ins.op).name +
-                                           ") has no CPU loop for " + dtype_name(ins.compute));
-}
-
 void fused_kernel(const KernelCall& c) {
   ops::FusedProgram prog = ops::parse_fused_program(c.attrs.s(0));
   std::vector<DType> dtypes;
   for (const Tensor& t : c.inputs) dtypes.push_back(t.dtype());
   ops::type_fused_program(prog, dtypes);
 
+  const FusedRunner runner(std::move(prog));
   const ew::LoopTable& t = ew::loops();
-  const int n_instr = (int)prog.instrs.size();
-  // Resolve every instruction's loop once, before any thread starts.
-  struct Step {
-    ew::BinaryLoop binary = nullptr;
-    ew::UnaryLoop unary = nullptr;
-    ew::WhereLoop where = nullptr;
-    ew::CastLoop cast = nullptr;
-  };
-  std::vector<Step> steps(n_instr);
-  for (int i = 0; i < n_instr; ++i) {
-    const ops::FusedInstr& ins = prog.instrs[i];
-    Step& s = steps[i];
-    if (ins.op == OpId::k_where)
-      s.where = t.where[(int)ins.compute];
-    else if (ins.op == OpId::k_cast)
-      s.cast = t.cast[(int)ins.compute][(int)ins.cast_to];
-    else if (ins.num_args == 2)
-      s.binary = t.binary[(int)ins.op][(int)ins.compute];
-    else
-      s.unary = t.unary[(int)ins.op][(int)ins.compute];
-    if (!s.binary && !s.unary && !s.where && !s.cast) no_loop(ins, i);
-  }
 
   const Tensor& out = c.outputs[0];
   const Shape& shape = out.shape();
@@ -179,14 +100,13 @@ void fused_kernel(const KernelCall& c) {
     copies.push_back(t.cast[(int)x.dtype()][(int)x.dtype()]);
     gather_slot.push_back(inputs.back().gathered ? n_gathered++ : -1);
   }
-  int n_slots = 0;
-  const std::vector<int> slot = assign_slots(prog, n_slots);
+  const int n_slots = runner.slots();
   char* out_base = static_cast<char*>(out.data_ptr());
   const int64_t out_elem = (int64_t)out.itemsize();
   const int64_t total_slots = n_slots + n_gathered;
 
   run_flat(shape.numel(), [&](int64_t chunk_begin, int64_t chunk_end) {
-    char* slots = scratch(total_slots * kSlotBytes);
+    char* slots = fused_scratch(total_slots * kFusedSlotBytes);
     std::vector<const char*> ptr(c.inputs.size());
     std::vector<int64_t> stride(c.inputs.size());
     for (int64_t b = chunk_begin; b < chunk_end; b += kFusedBlock) {
@@ -194,7 +114,7 @@ void fused_kernel(const KernelCall& c) {
       for (size_t k = 0; k < inputs.size(); ++k) {
         const InputPlan& p = inputs[k];
         if (p.gathered) {
-          char* dst = slots + (n_slots + gather_slot[k]) * kSlotBytes;
+          char* dst = slots + (n_slots + gather_slot[k]) * kFusedSlotBytes;
           gather(p, copies[k], b, n, dst);
           ptr[k] = dst;
           stride[k] = 1;
@@ -203,36 +123,7 @@ void fused_kernel(const KernelCall& c) {
           stride[k] = p.stride;
         }
       }
-      auto operand = [&](int32_t arg, int64_t& s) -> const void* {
-        if (arg >= 0) {
-          s = stride[arg];
-          return ptr[arg];
-        }
-        s = 1;
-        return slots + slot[ops::fused_temp_index(arg)] * kSlotBytes;
-      };
-      for (int i = 0; i < n_instr; ++i) {
-        const ops::FusedInstr& ins = prog.instrs[i];
-        void* dst = i + 1 == n_instr ? out_base + b * out_elem : slots + slot[i] * kSlotBytes;
-        int64_t s0 = 0, s1 = 0, s2 = 0;
-        const Step& st = steps[i];
-        if (st.binary) {
-          const void* a0 = operand(ins.args[0], s0);
-          const void* a1 = operand(ins.args[1], s1);
-          st.binary(a0, s0, a1, s1, dst, n);
-        } else if (st.unary) {
-          const void* a0 = operand(ins.args[0], s0);
-          st.unary(a0, s0, dst, n);
-        } else if (st.where) {
-          const void* a0 = operand(ins.args[0], s0);
-          const void* a1 = operand(ins.args[1], s1);
-          const void* a2 = operand(ins.args[2], s2);
-          st.where(a0, s0, a1, s1, a2, s2, dst, n);
-        } else {
-          const void* a0 = operand(ins.args[0], s0);
-          st.cast(a0, s0, dst, 1, n);
-        }
-      }
+      runner.run_block(ptr.data(), stride.data(), out_base + b * out_elem, n, slots);
     }
   });
 }

@@ -136,7 +136,8 @@ PassStats fuse_convolutions(Graph& g) {
     const ValueId ins[3] = {x, g.add_constant(Tensor::from_vector(wv, w.shape()), "fused_conv_weight"),
                             g.add_constant(Tensor::from_vector(bv, Shape{o}), "fused_conv_bias")};
     const TensorMeta out = g.value(m.end).meta;
-    const Attrs attrs = Attrs::of(conv.attrs.ints(0), conv.attrs.ints(1), conv.attrs.ints(2), conv.attrs.i(3), m.lo, m.hi);
+    const Attrs attrs =
+        Attrs::of(conv.attrs.ints(0), conv.attrs.ints(1), conv.attrs.ints(2), conv.attrs.i(3), m.lo, m.hi, std::string());
     const int at = g.insert_node(m.conv, op_def(OpId::k_fused_conv2d), attrs, ins, std::span<const TensorMeta>(&out, 1));
     remove.insert(remove.begin() + at, false);
     g.replace_uses(m.end, g.outputs(at)[0]);

@@ -47,8 +47,12 @@ PassStats fuse_convolutions(Graph& g);
 PassStats substitute_gelu(Graph& g);
 PassStats flush_subnormal_constants(Graph& g);
 PassStats pad_matmul_weight_pitch(Graph& g);
+// After elementwise fusion: a fused_conv2d's elementwise tail as its epilogue (NOTE [Convolution
+// epilogues]).
+PassStats fuse_conv_epilogues(Graph& g);
 
-// The pipeline, in a fixed order (simplify, [expand], fold, [conv, gelu, subnormal, pitch], CSE, DCE, fuse, DCE;
+// The pipeline, in a fixed order (simplify, [expand], fold, [conv, gelu, subnormal, pitch], CSE, DCE, fuse,
+// [epilogue], DCE;
 // the bracketed ones with `inference`); one PassStats per pass that ran.
 std::vector<PassStats> run_passes(Graph& g, const PassOptions& options = {});
 

@@ -2,7 +2,8 @@
 // with PassOptions::inference, the inference rewrites around folding (NOTE [Inference passes]):
 // fused groups after convolutions expanded before it (their constant operands then fold), conv
 // fusion and GELU after it (they need the folded per-channel constants), all before elementwise
-// fusion, which would otherwise take the chains they absorb.
+// fusion, which would otherwise take the chains they absorb; after it, the convolutions' elementwise
+// tails become their epilogues.
 // Simplification first exposes constants (x*1 of a folded fill) and shorter chains; folding then
 // turns constant subtrees into values; CSE merges what the first two made equal; DCE drops what
 // they left unread; fusion runs on the cleaned graph, and a last DCE removes what fusion
@@ -60,6 +61,7 @@ std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
   run(options.cse, &eliminate_common_subexpressions);
   run(options.dce, &eliminate_dead_code);
   run(options.fuse, [&](Graph& graph) { return fuse_elementwise(graph, options.min_fusion_elements); });
+  run(options.inference, &fuse_conv_epilogues);  // takes the tails fusion made (or single ops)
   run(options.dce && options.fuse, &eliminate_dead_code);
   if (options.verbose || graph_verbose()) print_pass_stats(stats, stderr);
   return stats;
