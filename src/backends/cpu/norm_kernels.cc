@@ -29,6 +29,10 @@ ExpSumFn softmax_exp_sum() {
   return level_function(&softmax_exp_sum_generic, &softmax_exp_sum_avx2, &softmax_exp_sum_avx512);
 }
 
+SoftmaxLineFn softmax_line() {
+  return level_function(&softmax_line_generic, &softmax_line_avx2, &softmax_line_avx512);
+}
+
 namespace {
 
 constexpr int64_t kNormCols = 64;
@@ -140,6 +144,7 @@ void softmax_kernel(const KernelCall& c) {
   T* out = static_cast<T*>(c.outputs[0].data_ptr());
 
   const ExpSumFn exp_sum = softmax_exp_sum();  // once per call, not per line
+  const SoftmaxLineFn whole_line = softmax_line();
   const int64_t w_max = std::min(n_inner, kNormCols);
   const int64_t col_tasks = (n_inner + w_max - 1) / w_max;
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / (L * w_max));
@@ -155,6 +160,12 @@ void softmax_kernel(const KernelCall& c) {
       T* dst = out + o * L * n_inner + j0;
       Odometer col(inner, j0);
       if (w == 1) {
+        if constexpr (std::is_same_v<T, float> && !kLog) {
+          if (sa == 1 && base + col.off != dst) {  // contiguous and not in place: one call, no copy
+            whole_line(base + col.off, dst, L);
+            continue;
+          }
+        }
         // A line: float32/float64 compute in the output row itself, other dtypes in scratch.
         C* buf = std::is_same_v<T, C> ? reinterpret_cast<C*>(dst) : scratch.data();
         const T* src = base + col.off;

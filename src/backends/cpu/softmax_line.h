@@ -26,9 +26,17 @@ double line_sum(const C* e, int64_t n) {
 
 }  // namespace
 
+// softmax of the float32 line src[0..n) into dst[0..n) (not overlapping): dst[k] =
+// exp(src[k] - max) * float(1 / sum), the sum as ExpSumFn adds it, so equal to exp_sum's path.
+using SoftmaxLineFn = void (*)(const float* src, float* dst, int64_t n);
+
 ExpSumFn softmax_exp_sum_generic();
 ExpSumFn softmax_exp_sum_avx2();
 ExpSumFn softmax_exp_sum_avx512();
 ExpSumFn softmax_exp_sum();  // the current level's
+SoftmaxLineFn softmax_line_generic();
+SoftmaxLineFn softmax_line_avx2();
+SoftmaxLineFn softmax_line_avx512();
+SoftmaxLineFn softmax_line();  // the current level's
 
 }  // namespace spore::cpu
