@@ -8,6 +8,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -62,6 +63,20 @@ class Storage {
     if (!writable_) throw_read_only(writer);
   }
 
+  // NOTE [Derived forms]
+  // A read-only storage's bytes never change, so a kernel may keep a form it derived from them
+  // (oneDNN's blocked layout of a convolution weight) for as long as the storage lives, instead
+  // of deriving it on every call. make_read_only() declares that of memory nobody else can write
+  // (a tensor a graph pass has just made for itself); from then on ops that write their inputs
+  // refuse it, as they refuse a read-only mapping.
+  void make_read_only() { writable_ = false; }
+  // The form kept under `key` (exactly equal keys only), made by `make` the first time and freed
+  // with this storage. A writable storage keeps nothing, and past kMaxDerivedForms forms nothing
+  // more is kept: `make` runs on each call then. Thread-safe; `make` runs under a lock.
+  static constexpr int kMaxDerivedForms = 16;
+  std::shared_ptr<const void> derived(const std::string& key,
+                                      const std::function<std::shared_ptr<const void>()>& make) const;
+
   void retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -79,6 +94,9 @@ class Storage {
   Device device_;
   bool writable_ = true;
   std::shared_ptr<const void> owner_;  // external memory only: keeps it alive
+  struct DerivedForms;
+  mutable std::atomic<DerivedForms*> derived_{nullptr};  // made on the first derived() call
+  void destroy_derived();
 
   [[noreturn]] static void throw_read_only(const char* writer);
 };

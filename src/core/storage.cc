@@ -1,5 +1,8 @@
 // Storage over memory it does not own (NOTE [External storage] in include/spore/tensor.h).
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "spore/backend.h"
 #include "spore/tensor.h"
@@ -46,11 +49,37 @@ Storage::Storage(void* data, size_t bytes, Device device, std::shared_ptr<const 
   backend_ = &external_release();
 }
 
+// NOTE [Derived forms] (include/spore/tensor.h).
+struct Storage::DerivedForms {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::shared_ptr<const void>>> forms;
+};
+
+std::shared_ptr<const void> Storage::derived(const std::string& key,
+                                             const std::function<std::shared_ptr<const void>()>& make) const {
+  if (writable_) return make();
+  DerivedForms* d = derived_.load(std::memory_order_acquire);
+  if (!d) {
+    auto* fresh = new DerivedForms();
+    if (derived_.compare_exchange_strong(d, fresh, std::memory_order_acq_rel)) d = fresh;
+    else delete fresh;  // another thread's won; d holds it
+  }
+  std::lock_guard<std::mutex> lock(d->mu);
+  for (const auto& [k, form] : d->forms)
+    if (k == key) return form;
+  std::shared_ptr<const void> form = make();
+  if ((int)d->forms.size() < kMaxDerivedForms) d->forms.emplace_back(key, form);
+  return form;
+}
+
+void Storage::destroy_derived() { delete derived_.exchange(nullptr); }
+
 void Storage::throw_read_only(const char* writer) {
   throw Error(ErrorCode::kValue,
               std::string(writer) +
                   " would write into read-only memory (a tensor over a read-only mapping of a "
-                  "file, NOTE [External storage]); write into a copy instead (tensor.clone())");
+                  "file, NOTE [External storage], or a weight a graph made for itself, NOTE "
+                  "[Derived forms]); write into a copy instead (tensor.clone())");
 }
 
 Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype,

@@ -17,7 +17,10 @@ Storage::Storage(size_t bytes, Device device)
   data_ = backend_->allocate(bytes, device.index);
 }
 
-Storage::~Storage() { backend_->deallocate(data_, bytes_, device_.index); }
+Storage::~Storage() {
+  destroy_derived();
+  backend_->deallocate(data_, bytes_, device_.index);
+}
 
 void* Storage::operator new(size_t size) { return host_alloc(size); }
 void Storage::operator delete(void* p, size_t size) { host_free(p, size); }

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <vector>
@@ -197,7 +198,8 @@ const Entry* primitive(ConvPass pass, const ops::ConvGeometry& g, bool bf16, int
 // into one slab per pool thread (16-channel multiples), each the single-threaded blocked forward
 // of its channels (its own reorders of the input, of its weights' rows and of its output planes).
 // False, with the output to be rewritten, when a slab could not run.
-bool blocked_on_pool(const ops::ConvGeometry& g, const float* a, const float* b, float* out, int threads) {
+bool blocked_on_pool(const ops::ConvGeometry& g, const float* a, const float* b, float* out, int threads,
+                     const Storage* b_storage) {
   const Slabs cut = cut_into_slabs(g.o, threads, 16);
   if (cut.count < 2) return false;
   std::atomic<bool> ok{true};
@@ -206,7 +208,7 @@ bool blocked_on_pool(const ops::ConvGeometry& g, const float* a, const float* b,
       ops::ConvGeometry part = g;
       const int64_t o0 = s * cut.step;
       part.o = cut.width(s, g.o);
-      if (!conv_dnnl(ConvPass::kForward, part, false, a, b + o0 * g.c * g.kh * g.kw, out + o0 * g.ho * g.wo))
+      if (!conv_dnnl(ConvPass::kForward, part, false, a, b + o0 * g.c * g.kh * g.kw, out + o0 * g.ho * g.wo, b_storage))
         ok = false;
     }
   });
@@ -218,11 +220,12 @@ bool blocked_on_pool(const ops::ConvGeometry& g, const float* a, const float* b,
 bool conv_blocked_forward(const ops::ConvGeometry& g) { return wants_blocked(ConvPass::kForward, g, false); }
 
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
-               void* out) {
+               void* out, const Storage* b_storage) {
   const int64_t macs = g.n * g.o * g.ho * g.wo * g.cg() * g.kh * g.kw;
   const int pool = onednn_threads(macs);  // NOTE [Threads that sleep]
   if (pool > 1 && g.n == 1 && wants_blocked(pass, g, bf16) &&
-      blocked_on_pool(g, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(out), pool))
+      blocked_on_pool(g, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(out), pool,
+                      b_storage))
     return true;
   const int threads = macs < kSerialConvMacs ? 1 : pool;
   const Entry* e = primitive(pass, g, bf16, threads);
@@ -248,10 +251,28 @@ bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void*
       dnnl_rt::set_threads(1);
       std::unordered_map<int, memory> in{{DNNL_ARG_FROM, mem(e->src, a)}, {DNNL_ARG_TO, x}};
       dnnl_rt::execute(e->to_bsrc, e->to_bsrc_scratch, in);
-      std::unordered_map<int, memory> win{{DNNL_ARG_FROM, mem(e->wei, b)}, {DNNL_ARG_TO, w}};
-      dnnl_rt::execute(e->to_bwei, e->to_bwei_scratch, win);
+      auto reorder_weights = [&](void* into) {
+        std::unordered_map<int, memory> win{{DNNL_ARG_FROM, mem(e->wei, b)}, {DNNL_ARG_TO, mem(e->bwei, into)}};
+        dnnl_rt::execute(e->to_bwei, e->to_bwei_scratch, win);
+      };
+      memory wuse = w;
+      std::shared_ptr<const void> kept;  // NOTE [Derived forms]: a read-only weight's blocked copy
+      if (b_storage && !b_storage->writable() && pass == ConvPass::kForward) {
+        const Key k = key_of(pass, g, bf16, threads);
+        std::string key(reinterpret_cast<const char*>(k.data()), sizeof(Key));
+        const int64_t at = static_cast<const char*>(b) - static_cast<const char*>(b_storage->data());
+        key.append(reinterpret_cast<const char*>(&at), sizeof at);
+        kept = b_storage->derived(key, [&] {
+          auto v = std::make_shared<std::vector<float>>((e->bwei.get_size() + sizeof(float) - 1) / sizeof(float));
+          reorder_weights(v->data());
+          return std::shared_ptr<const void>(v);
+        });
+        wuse = mem(e->bwei, const_cast<float*>(static_cast<const std::vector<float>*>(kept.get())->data()));
+      } else {
+        reorder_weights(w.get_data_handle());
+      }
       dnnl_rt::set_threads(threads);
-      std::unordered_map<int, memory> conv{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
+      std::unordered_map<int, memory> conv{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, wuse}, {DNNL_ARG_DST, y}};
       dnnl_rt::execute(e->prim, e->scratch, conv);
       dnnl_rt::set_threads(1);
       std::unordered_map<int, memory> out_args{{DNNL_ARG_FROM, y}, {DNNL_ARG_TO, mem(e->dst, out)}};

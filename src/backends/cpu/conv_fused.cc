@@ -110,8 +110,9 @@ void bias_clamp(const ops::ConvGeometry& g, const C* bias, C lo, C hi, C* y, con
   });
 }
 
+// w_storage: the storage w lies in, when w is the weight tensor's own memory (NOTE [Derived forms]).
 void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const float* bias, float lo, float hi,
-             float* y, const Epilogue* epilogue = nullptr) {
+             float* y, const Epilogue* epilogue = nullptr, const Storage* w_storage = nullptr) {
   const int k = (int)g.kh;
   const int64_t taps = g.kh * g.kw, zeros = g.w + g.kw - 1;
   if (depthwise_plane(g)) {
@@ -151,7 +152,7 @@ void run_f32(const ops::ConvGeometry& g, const float* x, const float* w, const f
   // for plain layouts ran 1.3-9x slower per convolution than without (DNNL_VERBOSE, MobileNetV2
   // at 224x224), while the sweep below costs one pass over an output that is still in cache.
   const bool depthwise = g.groups > 1 && g.cg() == 1;  // oneDNN is slow there (conv_kernels.cc)
-  if (!conv_pointwise_gemm(g, x, w, y) && !conv_im2col_gemm(g, x, w, y) && (depthwise || !conv_dnnl(ConvPass::kForward, g, false, x, w, y)))
+  if (!conv_pointwise_gemm(g, x, w, y) && !conv_im2col_gemm(g, x, w, y) && (depthwise || !conv_dnnl(ConvPass::kForward, g, false, x, w, y, w_storage)))
     conv_direct<float>(ConvPass::kForward, g, x, w, y);
   bias_clamp<float>(g, bias, lo, hi, y, epilogue);
 }
@@ -196,7 +197,9 @@ void fused_conv_kernel(const KernelCall& c) {
     T* y = static_cast<T*>(out.data_ptr());
     if constexpr (std::is_same_v<T, float>) {
       const std::optional<Epilogue> epilogue = epilogue_of(c);
-      run_f32(g, x, w, b, lo, hi, y, epilogue ? &*epilogue : nullptr);
+      const Tensor& wt = c.inputs[1];
+      const Storage* ws = w == static_cast<const float*>(wt.data_ptr()) ? wt.storage() : nullptr;
+      run_f32(g, x, w, b, lo, hi, y, epilogue ? &*epilogue : nullptr, ws);
     } else {
       conv_direct<double>(ConvPass::kForward, g, x, w, y);
       bias_clamp<double>(g, b, lo, hi, y);

@@ -2,6 +2,7 @@
 // direct loops for float64 and as the fallback) and the pooling kernels' registration.
 #pragma once
 #include "ops/conv_geometry.h"
+#include "spore/tensor.h"
 
 namespace spore::cpu {
 
@@ -13,9 +14,10 @@ enum class ConvPass { kForward, kGradInput, kGradWeight };
 
 // Runs the pass through a cached oneDNN primitive (float32, or bfloat16 when `bf16`). Returns
 // false, touching nothing, when oneDNN has no implementation for the problem (the caller then
-// uses the direct kernel). Needs every extent > 0.
+// uses the direct kernel). Needs every extent > 0. `b_storage`, when given, is the storage `b`
+// lies in: a read-only one keeps the forward's blocked weights (NOTE [Derived forms]).
 bool conv_dnnl(ConvPass pass, const ops::ConvGeometry& g, bool bf16, const void* a, const void* b,
-               void* out);
+               void* out, const Storage* b_storage = nullptr);
 
 // Whether conv_dnnl runs this float32 forward in oneDNN's blocked layouts (NOTE [oneDNN
 // convolution]): a convolution that does needs no hand-written path.

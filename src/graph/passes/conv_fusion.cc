@@ -133,7 +133,11 @@ PassStats fuse_convolutions(Graph& g) {
         wv[(size_t)(i * per + j)] = (float)(wv[(size_t)(i * per + j)] * m.scale[(size_t)i]);
       bv[(size_t)i] = (float)m.shift[(size_t)i];
     }
-    const ValueId ins[3] = {x, g.add_constant(Tensor::from_vector(wv, w.shape()), "fused_conv_weight"),
+    // The weight is this graph's own: read-only, so the kernel may keep its blocked form (NOTE
+    // [Derived forms]).
+    Tensor folded = Tensor::from_vector(wv, w.shape());
+    folded.storage()->make_read_only();
+    const ValueId ins[3] = {x, g.add_constant(folded, "fused_conv_weight"),
                             g.add_constant(Tensor::from_vector(bv, Shape{o}), "fused_conv_bias")};
     const TensorMeta out = g.value(m.end).meta;
     const Attrs attrs =

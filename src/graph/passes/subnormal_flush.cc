@@ -30,6 +30,7 @@ PassStats flush_subnormal_constants(Graph& g) {
     float* q = flushed.data<float>();
     for (int64_t i = 0; i < flushed.numel(); ++i)
       if (std::fpclassify(q[i]) == FP_SUBNORMAL) q[i] = std::copysign(0.0f, q[i]);
+    if (!t.storage()->writable()) flushed.storage()->make_read_only();  // a graph's own weight stays so
     const std::string name = g.value(v).name;
     g.replace_uses(v, g.add_constant(flushed, name));
     ++stats.constants_changed;
