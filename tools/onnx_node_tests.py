@@ -175,6 +175,7 @@ def reference_off(runner, failed, by_case, work):
     of the same graph (float64_outputs) puts the reference outside the case's tolerance and Spore
     inside it (the runner, rerun against the float64 outputs). {name: detail}."""
     oracle_dir = os.path.join(work, "_float64")
+    shutil.rmtree(oracle_dir, ignore_errors=True)  # a --work folder run again
     found = {}
     for name in failed:
         case = by_case[name]
