@@ -144,6 +144,37 @@ TEST(OnnxImport, AHugeComputedValueIsRefusedBeforeAnyAllocation) {
   expect_error([&] { read(m); }, ErrorCode::kUnsupported, "node 0 (Range 'r')", "2^31 elements");
 }
 
+TEST(OnnxImport, IdentityNamesItsInputAndOutputsStayTheirOwn) {
+  // Identity maps to no node (its output names its input's value); where that makes an output an
+  // input's value or another output's, the output is still a tensor of its own.
+  TempDir dir;
+  auto m = base_model();
+  add_input(m, "x", {"4"});
+  add_node(m, "Identity", {"x"}, {"a"});
+  add_node(m, "Relu", {"a"}, {"r"});
+  add_node(m, "Identity", {"r"}, {"c"});
+  add_node(m, "Neg", {"c"}, {"n"});
+  add_node(m, "Identity", {"x"}, {"same_as_x"});
+  add_node(m, "Identity", {"n"}, {"same_as_n"});
+  for (const char* out : {"n", "same_as_x", "same_as_n"}) add_output(m, out);
+  const ir::Model ir = read(m);
+  std::vector<OpId> ops;
+  for (const auto& node : ir.graph.nodes) ops.push_back(node.def->id);
+  EXPECT_EQ(ops, (std::vector<OpId>{OpId::k_relu, OpId::k_neg, OpId::k_copy, OpId::k_copy}))
+      << "one copy for the output that is the input, one for the output returned twice";
+  const auto b = bytes_of(m);
+  std::ofstream(dir / "id.onnx", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+  lite::Model model = lite::Model::build_from_file(dir / "id.onnx");
+  const Tensor x = Tensor::from_vector(std::vector<float>{-2, -0.5f, 0.5f, 3}, Shape{4});
+  const std::vector<Tensor> out = model.predict({x});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{-0.f, -0.f, -0.5f, -3}));
+  EXPECT_EQ(out[1].to_vector<float>(), x.to_vector<float>());
+  EXPECT_EQ(out[2].to_vector<float>(), out[0].to_vector<float>());
+  EXPECT_FALSE(out[1].same_storage(x));
+  EXPECT_FALSE(out[2].same_storage(out[0]));
+}
+
 TEST(OnnxImport, SymbolicBatchStaysSymbolicAndRunsAtAnyExtent) {
   TempDir dir;
   auto m = base_model();
