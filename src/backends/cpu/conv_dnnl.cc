@@ -12,8 +12,10 @@
 //   with the three reorders counted. So a forward float32 convolution with a kernel larger than
 //   1x1, no groups, at least kBlockedMacs multiply-adds and kBlockedPixels output pixels lets
 //   oneDNN choose its layouts, and the input and weights are reordered in and the output out on
-//   each call (per-thread buffers). 1x1 convolutions stay plain: there the gemm is oneDNN's best
-//   (86 against 31 GMAC/s blocked).
+//   each call (per-thread buffers); a read-only weight's reordered copy is kept in its storage
+//   instead (NOTE [Derived forms]). 1x1 convolutions stay plain: there the gemm is oneDNN's best
+//   (86 against 31 GMAC/s blocked). oneDNN 2.6's blocked path is brgconv over nhwc
+//   (onednn_verbose), not nChw16c.
 // * oneDNN's dilation counts the gaps between taps (PyTorch's dilation - 1); right padding equals
 //   left padding (the output extent is PyTorch's floor formula, which oneDNN checks).
 // * Determinism: reproducible for a given thread count; between thread counts the gradient of
