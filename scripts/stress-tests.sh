@@ -48,6 +48,13 @@ round() {
   if [ "$rc" -ne 0 ]; then
     grep -E '\*\*\*(Failed|Timeout|Exception)|Not Run|tests passed|^[[:space:]]+[0-9]+ - ' "$work/round.log" |
       sed 's/^/    /' >&2 || true
+    # What each failed test printed (its last 30 lines): a failure seen once in many rounds must
+    # be diagnosable from this screen alone (CI shows it, not the log).
+    awk 'function flush(  i) { print "    --- " head; for (i = (n > 30 ? n - 30 : 0); i < n; ++i) print "    | " line[i % 30] }
+         /^ *[0-9]+\/[0-9]+ Test +#/ { if (keep) flush(); keep = /\*\*\*(Failed|Timeout|Exception)/; head = $0; n = 0; next }
+         /tests passed, / { if (keep) flush(); keep = 0 }
+         keep { line[n++ % 30] = $0 }
+         END { if (keep) flush() }' "$work/round.log" >&2 || true
   fi
   return "$rc"
 }
