@@ -32,6 +32,7 @@ graph::PassOptions lite_passes() {
   o.inference = true;
   o.max_folded_bytes = int64_t{64} << 20;
   o.fold_copies_views = false;
+  o.seal_constants = true;  // the file's weights are Lite's alone (NOTE [Sealed constants])
   return o;
 }
 

@@ -1182,7 +1182,9 @@ ir::Graph map_graph(const ModelProto& model, const std::string& label, int64_t o
     if (given) {  // predict's tensor: its shape, fixed, and its value
       auto t = given->find(in.name());
       if (t == given->end()) fail(ErrorCode::kValue, label + ": no tensor given for input '" + in.name() + "'");
-      const Tensor v = t->second.to(Device::cpu()).contiguous();
+      // A copy: the mapping may fold this value into constants, which Lite seals (NOTE [Sealed
+      // constants]); the caller's own tensor must stay theirs to write.
+      const Tensor v = t->second.to(Device::cpu()).contiguous().clone();
       if (v.dtype() != dtype || v.ndim() != tt.shape().dim_size())
         fail(ErrorCode::kValue, label + ": input '" + in.name() + "' is " + dtype_name(v.dtype()) + v.shape().str() +
                                     "; the model declares " + dtype_name(dtype) + " of rank " + std::to_string(tt.shape().dim_size()));

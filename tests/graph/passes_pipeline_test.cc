@@ -116,5 +116,37 @@ TEST(PassPipeline, VerbosePrintsEachPass) {
       << err;
 }
 
+// NOTE [Sealed constants]: with seal_constants, every constant no node writes is read-only after
+// the pipeline, a folded result included; a constant that a node writes, and every view of its
+// storage, stays writable; without the option nothing is sealed.
+TEST(Pipeline, SealingLeavesWrittenConstantsWritable) {
+  for (bool seal : {false, true}) {
+    SCOPED_TRACE(seal ? "sealed" : "not sealed");
+    Builder b;
+    const Tensor w = sample({4, 4}, 7), state = sample({2, 4}, 8), other = sample({4}, 9);
+    const ValueId x = b.input(sample({3, 4}, 6), "x");
+    const ValueId wv = b.constant(w, "w"), sv = b.constant(state, "state");
+    const ValueId row = b.constant(reshape(slice(state, 0, 1, 2), {4}), "state_row");  // a view of state's storage
+    const ValueId folded = b.node(OpId::k_add, {b.constant(other, "other"), b.constant(Tensor::scalar(1.0f))});
+    const ValueId y = b.node(OpId::k_add, {b.node(OpId::k_matmul, {x, wv}), folded});
+    b.node(OpId::k_assign, {sv, b.node(OpId::k_add, {sv, sv})});
+    b.outputs({y, b.node(OpId::k_mul, {y, row})});
+    PassOptions o;
+    o.seal_constants = seal;
+    run_passes(b.g, o);
+    EXPECT_EQ(!w.storage()->writable(), seal);
+    EXPECT_TRUE(state.storage()->writable());
+    int sealed_folded = 0;
+    for (ValueId v = 0; v < b.g.num_values(); ++v) {
+      const Value& val = b.g.value(v);
+      if (val.kind != ValueKind::kConstant || !val.tensor.defined()) continue;
+      if (val.tensor.same_storage(state)) EXPECT_TRUE(val.tensor.storage()->writable()) << val.name;
+      else EXPECT_EQ(!val.tensor.storage()->writable(), seal) << "constant " << v << " " << val.name;
+      sealed_folded += val.tensor.numel() == 4 && !val.tensor.same_storage(other) && !val.tensor.same_storage(state);
+    }
+    EXPECT_EQ(sealed_folded, 1) << "other + 1 folded into one constant";
+  }
+}
+
 }  // namespace
 }  // namespace spore::graph

@@ -51,9 +51,14 @@ std::vector<float> reference(const std::vector<float>& x, const std::vector<int8
   return y;
 }
 
-void check(int64_t m, int64_t k, int64_t n, float lo, float hi, bool one_scale, int threads, uint32_t seed) {
+void expect_sums(const std::vector<float>& got, const std::vector<float>& want, int64_t k);
+
+// sealed: the weight's storage is read-only, so the kernel packs it once into oneDNN's layout
+// and keeps that (NOTE [Packed int8 weights]); the product runs twice, the second on the kept form.
+void check(int64_t m, int64_t k, int64_t n, float lo, float hi, bool one_scale, int threads, uint32_t seed,
+           bool sealed = false) {
   SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n << " x in [" << lo << ", " << hi << "], threads "
-                                    << threads);
+                                    << threads << (sealed ? ", sealed weight" : ""));
   ContextScope scope([&] {
     ContextSettings s = context();
     s.num_threads = threads;
@@ -68,11 +73,19 @@ void check(int64_t m, int64_t k, int64_t n, float lo, float hi, bool one_scale, 
   for (float& v : x) v = xd(g);
   for (int8_t& v : w) v = (int8_t)wd(g);
   for (float& v : ws) v = sd(g);
-  const Tensor y = dynamic_quant_matmul(Tensor::from_vector(x, Shape{m, k}), Tensor::from_vector(w, Shape{k, n}),
-                                        Tensor::from_vector(ws, Shape{(int64_t)ws.size()}));
-  ASSERT_EQ(y.shape(), (Shape{m, n}));
-  ASSERT_EQ(y.dtype(), DType::kFloat32);
-  const std::vector<float> got = y.to_vector<float>(), want = reference(x, w, ws, m, k, n);
+  const Tensor wt = Tensor::from_vector(w, Shape{k, n});
+  if (sealed) wt.storage()->make_read_only();
+  const std::vector<float> want = reference(x, w, ws, m, k, n);
+  for (int run = 0; run < (sealed ? 2 : 1); ++run) {
+    const Tensor y = dynamic_quant_matmul(Tensor::from_vector(x, Shape{m, k}), wt,
+                                          Tensor::from_vector(ws, Shape{(int64_t)ws.size()}));
+    ASSERT_EQ(y.shape(), (Shape{m, n}));
+    ASSERT_EQ(y.dtype(), DType::kFloat32);
+    expect_sums(y.to_vector<float>(), want, k);
+  }
+}
+
+void expect_sums(const std::vector<float>& got, const std::vector<float>& want, int64_t k) {
   double worst = 0, scale = 1e-30;
   for (size_t i = 0; i < want.size(); ++i) {
     worst = std::max(worst, (double)std::fabs(got[i] - want[i]));
@@ -95,6 +108,36 @@ TEST(DynamicQuantMatmul, EqualsOnnxDefinitionAtEveryShape) {
   check(2, 70001, 3, -1, 1, false, 1, 8);      // rows longer than the int16-pair path's int32 sums hold
   check(32, 256, 300, -2, 2, false, 2, 9);     // two threads, columns cut into pool slabs (256 + 44)
   check(20, 512, 1030, -1, 3, true, 2, 10);    // one scale, an odd width
+}
+
+TEST(DynamicQuantMatmul, SealedWeightsGiveTheSameSums) {
+  check(1, 512, 2048, -1, 1, false, 1, 11, true);   // an LSTM step's product: one row
+  check(1, 512, 2048, -1, 1, false, 2, 12, true);   // the same cut into pool slabs
+  check(20, 512, 1030, -2, 3, true, 2, 13, true);   // an odd width over two slabs
+  check(128, 768, 96, -4, 4, false, 1, 14, true);   // a BERT-base projection's rows
+  check(9, 4096, 16, -1, 1, false, 2, 15, true);    // sums past 2^24
+}
+
+// Two weights in one sealed storage (an LSTM's directions): each view keeps its own packed form.
+TEST(DynamicQuantMatmul, ViewsOfOneSealedStorageKeepTheirOwnForms) {
+  const int64_t m = 3, k = 64, n = 80;
+  std::mt19937 g(21);
+  std::uniform_real_distribution<float> xd(-1, 1);
+  std::uniform_int_distribution<int> wd(-127, 127);
+  std::vector<float> x((size_t)(m * k)), ws{0.01f};
+  std::vector<int8_t> w((size_t)(2 * k * n));
+  for (float& v : x) v = xd(g);
+  for (int8_t& v : w) v = (int8_t)wd(g);
+  const Tensor both = Tensor::from_vector(w, Shape{2, k, n});
+  both.storage()->make_read_only();
+  for (int round = 0; round < 2; ++round)
+    for (int64_t d = 0; d < 2; ++d) {
+      SCOPED_TRACE(::testing::Message() << "direction " << d << ", round " << round);
+      const std::vector<int8_t> wd_part(w.begin() + d * k * n, w.begin() + (d + 1) * k * n);
+      const Tensor y = dynamic_quant_matmul(Tensor::from_vector(x, Shape{m, k}), reshape(slice(both, 0, d, d + 1), {k, n}), Tensor::from_vector(ws, Shape{1}));
+      ASSERT_TRUE(reshape(slice(both, 0, d, d + 1), {k, n}).same_storage(both));  // a view, as the test means
+      expect_sums(y.to_vector<float>(), reference(x, wd_part, ws, m, k, n), k);
+    }
 }
 
 TEST(DynamicQuantMatmul, AllZeroActivationsGiveZeros) {

@@ -32,6 +32,10 @@ struct PassOptions {
   // weights]). Inference only: fused_conv2d has no backward rule. Lite runs them; jit when the
   // caller froze the captured tensors (JitOptions::freeze).
   bool inference = false;
+  // Constants no node writes made read-only after folding (NOTE [Sealed constants]): for a graph
+  // that owns its constants (Lite's, loaded from a file), never for one that holds the caller's
+  // tensors (jit's frozen weights stay the user's to change).
+  bool seal_constants = false;
 };
 
 // Each pass: rewrites `g` (which validates before and after) and returns its statistics.
@@ -46,6 +50,7 @@ PassStats expand_fused_after_convolutions(Graph& g);
 PassStats fuse_convolutions(Graph& g);
 PassStats substitute_gelu(Graph& g);
 PassStats flush_subnormal_constants(Graph& g);
+PassStats seal_constants(Graph& g);
 PassStats pad_matmul_weight_pitch(Graph& g);
 // After elementwise fusion: a fused_conv2d's elementwise tail as its epilogue (NOTE [Convolution
 // epilogues]).

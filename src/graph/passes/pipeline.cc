@@ -3,7 +3,8 @@
 // fused groups after convolutions expanded before it (their constant operands then fold), conv
 // fusion and GELU after it (they need the folded per-channel constants), all before elementwise
 // fusion, which would otherwise take the chains they absorb; after it, the convolutions' elementwise
-// tails become their epilogues.
+// tails become their epilogues. With PassOptions::seal_constants (Lite), the constants are
+// made read-only right after folding (NOTE [Sealed constants]).
 // Simplification first exposes constants (x*1 of a folded fill) and shorter chains; folding then
 // turns constant subtrees into values; CSE merges what the first two made equal; DCE drops what
 // they left unread; fusion runs on the cleaned graph, and a last DCE removes what fusion
@@ -54,6 +55,7 @@ std::vector<PassStats> run_passes(Graph& g, const PassOptions& options) {
   run(options.inference, &expand_fused_after_convolutions);
   run(options.fold_constants,
       [&](Graph& graph) { return fold_constants(graph, options.max_folded_bytes, options.fold_copies_views); });
+  run(options.seal_constants, &seal_constants);  // the folded results too; before the passes that copy constants
   run(options.inference, &fuse_convolutions);
   run(options.inference, &substitute_gelu);
   run(options.inference, &flush_subnormal_constants);  // after conv fusion made its weights
