@@ -36,4 +36,14 @@ Int8Weight quantize_weight_per_column(const Tensor& w);
 // rounding is the product with the scale (x_scale * w_scale[j] rounded to float32 first).
 Tensor dynamic_quant_matmul(const Tensor& x, const Tensor& w, const Tensor& w_scale);
 
+// The maximum k of integer_matmul: every partial sum then fits in int32.
+inline constexpr int64_t kIntegerMatmulMaxK = 32768;
+
+// y[i, j] = sum_k (a[i, k] - a_zero_point) * (w[k, j] + w_offset[j]), exactly, as int32: ONNX's
+// MatMulInteger with the weight's zero point folded in (NOTE [Integer products]). a: uint8 [m, k];
+// a_zero_point: int32 [] in [0, 255]; w: int8 [k, n]; w_offset: int32 [n] (or [1]) in
+// [-128, 128]; k <= kIntegerMatmulMaxK: then |a - zp| <= 255 and |w + offset| <= 256, so no sum
+// can leave int32 (255 * 256 * 32768 < 2^31).
+Tensor integer_matmul(const Tensor& a, const Tensor& a_zero_point, const Tensor& w, const Tensor& w_offset);
+
 }  // namespace spore

@@ -48,7 +48,9 @@
   /* collectives across processes, run through spore::dist (NOTE [Collective ops]) */         \
   X(all_reduce) X(broadcast) X(all_gather) X(reduce_scatter) X(barrier)                         \
   /* float32 x quantized at run time times an int8 weight (NOTE [Dynamic int8 products]) */    \
-  X(dynamic_quant_matmul)
+  X(dynamic_quant_matmul)                                                                       \
+  /* exact int32 sums of a uint8 x an int8 weight with offsets (NOTE [Integer products]) */      \
+  X(integer_matmul)
 // clang-format on
 
 namespace spore {
@@ -74,8 +76,9 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // matmul_q's type an integer attribute, the ggml type id (NOTE [Quantization types]). Version 8
 // added the collectives all_reduce, broadcast, all_gather, reduce_scatter and barrier (NOTE
 // [Collective ops]). Version 9 added if_else (a node with then and else subgraphs, NOTE [Lite
-// control flow]). Version 10 added dynamic_quant_matmul (NOTE [Dynamic int8 products]).
-inline constexpr int kOpSetVersion = 10;
-static_assert(kNumOps == 88, "the op list changed: bump kOpSetVersion and update this count");
+// control flow]). Version 10 added dynamic_quant_matmul (NOTE [Dynamic int8 products]). Version 11
+// added integer_matmul (NOTE [Integer products]).
+inline constexpr int kOpSetVersion = 11;
+static_assert(kNumOps == 89, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

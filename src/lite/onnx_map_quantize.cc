@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "lite/onnx_mapper.h"
+#include "spore/int8.h"
 
 namespace spore::onnx::detail {
 namespace {
@@ -136,9 +137,48 @@ double term_bound(NodeCtx& c, size_t a, size_t a_zp, size_t b, size_t b_zp) {
          centered_bound(c, c.m.dtype(c.at(b)), c.given(b_zp) ? c.at(b_zp) : kNone);
 }
 
+// MatMulInteger with a constant 2-D B, a uint8 A with one zero point and k within int32's reach:
+// integer_matmul (NOTE [Integer products]), B shifted into int8 (uint8's b - 128) and its zero
+// point folded into per-column offsets (128 - zb, or -zb for int8), so that
+// (b - zb) = w8 + offset exactly. kNone when the node has another form.
+uint32_t integer_matmul_of(NodeCtx& c) {
+  Mapper& m = c.m;
+  const uint32_t a = c.at(0), b = c.at(1);
+  const Shape as = m.shape(a), bs = m.shape(b);
+  const DType bt = m.dtype(b);
+  if (m.dtype(a) != DType::kUInt8 || !m.is_constant(b) || bs.ndim() != 2 || as.ndim() < 1 || as[as.ndim() - 1] != bs[0] ||
+      bs[0] == 0 || bs[0] > kIntegerMatmulMaxK || (bt != DType::kUInt8 && bt != DType::kInt8))
+    return kNone;
+  // A zero point per row of A, or zero points of another type than their operand's (the exact
+  // path reports what the spec says of them).
+  if (c.given(2) && (m.shape(c.at(2)).numel() != 1 || m.dtype(c.at(2)) != DType::kUInt8)) return kNone;
+  std::vector<double> zb(1, 0.0);
+  if (c.given(3)) {
+    if (!m.is_constant(c.at(3)) || m.dtype(c.at(3)) != bt) return kNone;
+    zb = m.float_data(c, c.at(3), "b_zero_point");
+    if (zb.size() != 1 && zb.size() != (size_t)bs[1]) return kNone;  // the spec's other forms: the exact path's errors
+  }
+  const int64_t k = bs[0], n = bs[1];
+  const Tensor bdata = m.data(c, b, "B").contiguous();
+  const int shift = bt == DType::kUInt8 ? 128 : 0;
+  std::vector<int8_t> w8((size_t)(k * n));
+  for (int64_t i = 0; i < k * n; ++i)
+    w8[(size_t)i] = (int8_t)(bt == DType::kUInt8 ? (int)bdata.data<uint8_t>()[i] - shift : (int)bdata.data<int8_t>()[i]);
+  std::vector<int32_t> offset(zb.size());
+  for (size_t j = 0; j < zb.size(); ++j) offset[j] = shift - (int32_t)zb[j];
+  const uint32_t zp = c.given(2) ? m.reshape(c, m.cast_to(c, c.at(2), DType::kInt32), {}) : m.scalar(0, DType::kInt32);
+  const uint32_t a2 = m.reshape(c, a, {as.numel() / k, k});
+  const uint32_t y = m.emit(c, OpId::k_integer_matmul, {a2, zp, m.constant_of(w8, Shape{k, n}),
+                                                         m.constant_of(offset, Shape{(int64_t)offset.size()})});
+  std::vector<int64_t> out(as.begin(), as.end() - 1);
+  out.push_back(n);
+  return m.reshape(c, y, out);
+}
+
 std::vector<uint32_t> matmul_integer(NodeCtx& c) {
   Mapper& m = c.m;
   for (size_t k : {0, 1}) range_of(c, m.dtype(c.at(k)));
+  if (const uint32_t y = integer_matmul_of(c); y != kNone) return {y};
   const uint32_t y = exact_integer_matmul(c, centered(c, c.at(0), 2, true), centered(c, c.at(1), 3, false), term_bound(c, 0, 2, 1, 3));
   return {m.cast_to(c, y, DType::kInt32)};
 }

@@ -1,5 +1,6 @@
-// dynamic_quant_matmul: the op's definition and the quantization rules it and `spore lite quantize`
-// share (NOTE [Dynamic int8 products]). Backends register its kernel (NOTE [Backends]).
+// dynamic_quant_matmul (NOTE [Dynamic int8 products]) and integer_matmul (NOTE [Integer
+// products]): the ops' definitions, and the quantization rules dynamic_quant_matmul and
+// `spore lite quantize` share. Backends register the kernels (NOTE [Backends]).
 #include <cmath>
 
 #include "describe.h"
@@ -57,6 +58,10 @@ Tensor dynamic_quant_matmul(const Tensor& x, const Tensor& w, const Tensor& w_sc
   return dispatch1(OpId::k_dynamic_quant_matmul, {x, w, w_scale});
 }
 
+Tensor integer_matmul(const Tensor& a, const Tensor& a_zero_point, const Tensor& w, const Tensor& w_offset) {
+  return dispatch1(OpId::k_integer_matmul, {a, a_zero_point, w, w_offset});
+}
+
 }  // namespace spore
 
 namespace spore::ops {
@@ -78,6 +83,26 @@ void infer_dynamic_quant_matmul(const InferArgs& a, Inference& out) {
   out.compute = DType::kFloat32;
 }
 
+void infer_integer_matmul(const InferArgs& a, Inference& out) {
+  const Tensor &x = a.inputs[0], &zp = a.inputs[1], &w = a.inputs[2], &off = a.inputs[3];
+  if (x.dtype() != DType::kUInt8 || x.ndim() != 2)
+    op_error(a.def, ErrorCode::kDType, "a must be uint8 [m, k], got " + describe(x));
+  if (zp.dtype() != DType::kInt32 || zp.ndim() != 0)
+    op_error(a.def, ErrorCode::kDType, "a's zero point must be an int32 scalar, got " + describe(zp));
+  if (w.dtype() != DType::kInt8 || w.ndim() != 2)
+    op_error(a.def, ErrorCode::kDType, "the weight must be int8 [k, n], got " + describe(w));
+  if (w.shape()[0] != x.shape()[1])
+    op_error(a.def, ErrorCode::kShape, "a " + describe(x) + " does not take the weight " + describe(w) + " (k differs)");
+  if (x.shape()[1] > kIntegerMatmulMaxK)
+    op_error(a.def, ErrorCode::kShape, "k = " + std::to_string(x.shape()[1]) + " is over " + std::to_string(kIntegerMatmulMaxK) +
+                                           ", past which a sum can leave int32");
+  if (off.dtype() != DType::kInt32 || off.ndim() != 1 || (off.shape()[0] != w.shape()[1] && off.shape()[0] != 1))
+    op_error(a.def, ErrorCode::kShape,
+             "the weight offset must be int32 [n] (n = " + std::to_string(w.shape()[1]) + ") or [1], got " + describe(off));
+  out.outputs[0] = {Shape{x.shape()[0], w.shape()[1]}, DType::kInt32};
+  out.compute = DType::kInt32;
+}
+
 }  // namespace
 
 void define_int8_ops(OpTable& table) {
@@ -85,6 +110,10 @@ void define_int8_ops(OpTable& table) {
   d.facts = not_elementwise();
   d.infer = infer_dynamic_quant_matmul;
   d.differentiable = false;  // an inference op: its weight is frozen, x's rounding has no gradient
+  OpDef& i = define(table, OpId::k_integer_matmul, 4);
+  i.facts = not_elementwise();
+  i.infer = infer_integer_matmul;
+  i.differentiable = false;  // integers
 }
 
 }  // namespace spore::ops

@@ -500,6 +500,26 @@ FactoryTable build() {
     };
     return c;
   };
+  // uint8 a with a zero point, int8 w with per-column offsets; the reference is the float64
+  // product of (a - zero point) and (w + offset), whole numbers well inside float64's 53 bits.
+  f[OpId::k_integer_matmul] = [](DType t) -> std::optional<OpCase> {
+    if (t != DType::kInt32) return std::nullopt;
+    OpCase c;
+    std::vector<uint8_t> av(3 * 8);
+    for (size_t i = 0; i < av.size(); ++i) av[i] = (uint8_t)((i * 97) % 256);
+    std::vector<int8_t> wq(8 * 4);
+    for (size_t i = 0; i < wq.size(); ++i) wq[i] = (int8_t)((int)((i * 53) % 256) - 128);
+    const Tensor a = Tensor::from_vector<uint8_t>(av, Shape{3, 8}), w = Tensor::from_vector<int8_t>(wq, Shape{8, 4});
+    const Tensor zp = Tensor::from_vector<int32_t>({77}, Shape{}), off = Tensor::from_vector<int32_t>({128, -3, 0, -128}, Shape{4});
+    c.inputs = {a, zp, w, off};
+    c.ref_inputs = c.inputs;
+    c.run = [](const std::vector<Tensor>& x, bool ref) {
+      if (!ref) return integer_matmul(x[0], x[1], x[2], x[3]);
+      const auto f64 = [](const Tensor& v) { return v.to(DType::kFloat64); };
+      return matmul(sub(f64(x[0]), f64(x[1])), add(f64(x[2]), f64(x[3])));
+    };
+    return c;
+  };
   // dy [2, 3] times the same weight; the reference is dy times the dequantised weight in float64.
   f[OpId::k_matmul_q_grad] = [](DType t) -> std::optional<OpCase> {
     if (t != DType::kFloat32 && t != DType::kFloat64) return std::nullopt;

@@ -187,7 +187,7 @@ TEST(ModelIr, EveryRegistryOpRoundTrips) {
     const probe::OpFactory* factory = probe::op_factory(def.id);
     ASSERT_NE(factory, nullptr) << def.name;
     FirstOp rec;  // the first dtype whose sample reaches the op itself (cast to the same dtype does not)
-    for (DType t : {DType::kFloat32, DType::kFloat16, DType::kInt64}) {
+    for (DType t : {DType::kFloat32, DType::kFloat16, DType::kInt64, DType::kInt32}) {  // int32: integer_matmul
       std::optional<probe::OpCase> c = (*factory)(t);
       if (!c) continue;
       rec = FirstOp();

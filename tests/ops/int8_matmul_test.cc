@@ -177,5 +177,68 @@ TEST(DynamicQuantMatmul, WeightsQuantizePerColumnSymmetrically) {
   expect_error([&] { quantize_weight_per_column(ones({2, 2, 2})); }, ErrorCode::kShape, "[k, n]");
 }
 
+// integer_matmul (NOTE [Integer products]) against int64 sums of (a - zp) * (w + offset[j]).
+void check_integer(int64_t m, int64_t k, int64_t n, int32_t zp, bool one_offset, int threads, uint32_t seed, bool sealed) {
+  SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n << " zp " << zp << ", threads " << threads
+                                    << (sealed ? ", sealed weight" : ""));
+  ContextScope scope([&] {
+    ContextSettings s = context();
+    s.num_threads = threads;
+    return s;
+  }());
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> ad(0, 255), wd(-128, 127), od(-128, 128);
+  std::vector<uint8_t> a((size_t)(m * k));
+  std::vector<int8_t> w((size_t)(k * n));
+  std::vector<int32_t> off(one_offset ? 1 : (size_t)n);
+  for (uint8_t& v : a) v = (uint8_t)ad(g);
+  for (int8_t& v : w) v = (int8_t)wd(g);
+  for (int32_t& v : off) v = od(g);
+  if (k > 0) {  // the corners: a row of 255s against a column of -128s and the largest offset
+    for (int64_t p = 0; p < k; ++p) a[(size_t)p] = 255, w[(size_t)(p * n)] = -128;
+    off[0] = -128;
+  }
+  const Tensor wt = Tensor::from_vector(w, Shape{k, n});
+  if (sealed) wt.storage()->make_read_only();
+  for (int run = 0; run < (sealed ? 2 : 1); ++run) {
+    const Tensor y = integer_matmul(Tensor::from_vector(a, Shape{m, k}), Tensor::from_vector<int32_t>({zp}, Shape{}), wt,
+                                    Tensor::from_vector(off, Shape{(int64_t)off.size()}));
+    ASSERT_EQ(y.shape(), (Shape{m, n}));
+    ASSERT_EQ(y.dtype(), DType::kInt32);
+    const std::vector<int32_t> got = y.to_vector<int32_t>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t want = 0;
+        for (int64_t p = 0; p < k; ++p)
+          want += ((int64_t)a[(size_t)(i * k + p)] - zp) * ((int64_t)w[(size_t)(p * n + j)] + off[one_offset ? 0 : (size_t)j]);
+        ASSERT_EQ(got[(size_t)(i * n + j)], want) << "[" << i << ", " << j << "]";
+      }
+  }
+}
+
+TEST(IntegerMatmul, EqualsInt64SumsAtEveryShape) {
+  check_integer(1, 1, 1, 0, true, 1, 1, false);
+  check_integer(3, 5, 7, 128, false, 1, 2, false);
+  check_integer(20, 1024, 300, 77, false, 2, 3, false);  // ddddocr's classifier, narrower; two slabs
+  check_integer(20, 1024, 300, 77, false, 2, 3, true);
+  check_integer(1, 512, 2048, 0, true, 1, 4, true);
+  check_integer(4, 32768, 3, 255, false, 1, 5, false);   // the largest k: sums near int32's edge
+  check_integer(4, 32768, 3, 0, false, 1, 6, true);
+}
+
+TEST(IntegerMatmul, RefusesBadInputsByName) {
+  const Tensor a = Tensor::from_vector<uint8_t>({1, 2, 3, 4}, Shape{2, 2});
+  const Tensor zp = Tensor::from_vector<int32_t>({0}, Shape{});
+  const Tensor w = Tensor::from_vector<int8_t>({1, 2, 3, 4}, Shape{2, 2});
+  const Tensor off = Tensor::from_vector<int32_t>({0, 0}, Shape{2});
+  expect_error([&] { integer_matmul(a, Tensor::from_vector<int32_t>({300}, Shape{}), w, off); }, ErrorCode::kValue, "zero point 300");
+  expect_error([&] { integer_matmul(a, zp, w, Tensor::from_vector<int32_t>({0, 129}, Shape{2})); }, ErrorCode::kValue,
+               "offset 129 at column 1");
+  expect_error([&] { integer_matmul(w, zp, w, off); }, ErrorCode::kDType, "integer_matmul", "must be uint8");
+  expect_error([&] {
+    integer_matmul(zeros({1, kIntegerMatmulMaxK + 1}, DType::kUInt8), zp, zeros({kIntegerMatmulMaxK + 1, 2}, DType::kInt8), off);
+  }, ErrorCode::kShape, "past which a sum can leave int32");
+}
+
 }  // namespace
 }  // namespace spore
