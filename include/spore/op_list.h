@@ -50,7 +50,9 @@
   /* float32 x quantized at run time times an int8 weight (NOTE [Dynamic int8 products]) */    \
   X(dynamic_quant_matmul)                                                                       \
   /* exact int32 sums of a uint8 x an int8 weight with offsets (NOTE [Integer products]) */      \
-  X(integer_matmul)
+  X(integer_matmul)                                                                             \
+  /* round half to even, an elementwise op (NOTE [Elementwise dtypes]) */                        \
+  X(round)
 // clang-format on
 
 namespace spore {
@@ -77,8 +79,8 @@ inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 // added the collectives all_reduce, broadcast, all_gather, reduce_scatter and barrier (NOTE
 // [Collective ops]). Version 9 added if_else (a node with then and else subgraphs, NOTE [Lite
 // control flow]). Version 10 added dynamic_quant_matmul (NOTE [Dynamic int8 products]). Version 11
-// added integer_matmul (NOTE [Integer products]).
+// added integer_matmul (NOTE [Integer products]) and round.
 inline constexpr int kOpSetVersion = 11;
-static_assert(kNumOps == 89, "the op list changed: bump kOpSetVersion and update this count");
+static_assert(kNumOps == 90, "the op list changed: bump kOpSetVersion and update this count");
 
 }  // namespace spore

@@ -57,6 +57,7 @@ Tensor sigmoid(const Tensor& x);
 Tensor erf(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor relu6(const Tensor& x);
+Tensor round(const Tensor& x);  // half to even; integers unchanged
 Tensor gelu(const Tensor& x, bool tanh_approximation = false);
 Tensor silu(const Tensor& x);
 Tensor logical_not(const Tensor& x);

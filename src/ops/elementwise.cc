@@ -10,8 +10,9 @@
 //   and are not promoted; they return bool (where: the promoted dtype of x and y).
 // * exp log sqrt rsqrt sin cos tanh sigmoid erf gelu gelu_tanh silu: floating dtypes keep theirs;
 //   integer and bool inputs compute in float32 (PyTorch).
-// * neg abs relu relu6 keep integer dtypes. neg, relu and relu6 of bool are errors; abs of bool
-//   is the identity.
+// * neg abs relu relu6 round keep integer dtypes. neg, relu, relu6 and round of bool are errors;
+//   abs of bool is the identity. round is half to even (ONNX Round, numpy's rint); on integers,
+//   the identity.
 // * cast converts to any dtype (NOTE [Float to integer casts]); copy keeps the dtype.
 // Backward rules: NOTE [Elementwise gradients] below.
 #include <numbers>
@@ -198,6 +199,7 @@ Grads unary_backward(const BackwardArgs& b) {
 }
 
 Tensor neg_rule(const Tensor&, const Tensor&, const Tensor& g) { return neg(g); }
+Tensor round_rule(const Tensor&, const Tensor&, const Tensor& g) { return zeros_like(g); }  // a step function
 Tensor abs_rule(const Tensor& x, const Tensor&, const Tensor& g) {
   const Tensor zero = zero_of(x), gz = zero_of(g);
   return where(gt(x, zero), g, where(lt(x, zero), neg(g), gz));  // sign(x) * g, 0 at 0
@@ -358,7 +360,8 @@ void define_elementwise_ops(OpTable& table) {
   }
   for (Unary u : {Unary{OpId::k_neg, &unary_backward<neg_rule>, "Neg"}, Unary{OpId::k_abs, &unary_backward<abs_rule>, "Abs"},
                   Unary{OpId::k_relu, &unary_backward<relu_rule>, "Relu"},
-                  Unary{OpId::k_relu6, &unary_backward<relu6_rule>, ""}}) {
+                  Unary{OpId::k_relu6, &unary_backward<relu6_rule>, ""},
+                  Unary{OpId::k_round, &unary_backward<round_rule>, "Round"}}) {
     OpDef& d = define(table, u.id, 1);
     d.promote_mask = kFirst;
     d.infer = infer_unary_keep;

@@ -66,6 +66,7 @@ Tensor sigmoid(const Tensor& x) { return unary(OpId::k_sigmoid, x); }
 Tensor erf(const Tensor& x) { return unary(OpId::k_erf, x); }
 Tensor relu(const Tensor& x) { return unary(OpId::k_relu, x); }
 Tensor relu6(const Tensor& x) { return unary(OpId::k_relu6, x); }
+Tensor round(const Tensor& x) { return unary(OpId::k_round, x); }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   return unary(tanh_approximation ? OpId::k_gelu_tanh : OpId::k_gelu, x);
 }

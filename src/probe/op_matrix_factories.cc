@@ -226,6 +226,7 @@ FactoryTable build() {
   f[OpId::k_erf] = unary(&erf);
   f[OpId::k_relu] = unary(&relu);
   f[OpId::k_relu6] = unary(&relu6);
+  f[OpId::k_round] = unary(&round);
   f[OpId::k_gelu] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], false); });
   f[OpId::k_gelu_tanh] = one_input(Shape{2, 3}, K::kGeneral, [](const std::vector<Tensor>& x, bool) { return gelu(x[0], true); });
   f[OpId::k_silu] = unary(&silu);

@@ -338,6 +338,7 @@ TEST(ElementwiseUnary, KeepDTypeOps) {
     check_unary("abs", [](auto& x) { return abs(x); }, [](double x) { return std::abs(x); }, t, lo, 9, t);
     check_unary("relu", [](auto& x) { return relu(x); }, [](double x) { return std::max(x, 0.0); }, t, lo, 9, t);
     check_unary("relu6", [](auto& x) { return relu6(x); }, [](double x) { return std::min(std::max(x, 0.0), 6.0); }, t, lo, 9, t);
+    check_unary("round", [](auto& x) { return round(x); }, [](double x) { return std::nearbyint(x); }, t, lo, 9, t);
   }
   Tensor b = make_tensor({0, 1}, Shape{2}, DType::kBool);
   EXPECT_EQ(abs(b).dtype(), DType::kBool);
@@ -345,6 +346,38 @@ TEST(ElementwiseUnary, KeepDTypeOps) {
   std::vector<float> r = relu(Tensor::from_vector<float>({std::nanf(""), -1.f})).to_vector<float>();
   EXPECT_TRUE(std::isnan(r[0]));
   EXPECT_EQ(r[1], 0.f);
+}
+
+// round is half to even at every half, whole beyond 2^23 (2^52), and keeps -0, the infinities and
+// NaN: numpy's rint, computed here in float64 by its definition (no library rounding).
+TEST(ElementwiseUnary, RoundIsHalfToEven) {
+  const std::vector<double> xs = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997, 3.7, -3.7,
+                                  8388609.0, 4503599627370497.0, 1e30, -0.0, INFINITY, -INFINITY, NAN};
+  auto rint_by_definition = [](double x) {
+    if (!std::isfinite(x) || std::fabs(x) >= 4503599627370496.0) return x;
+    const double f = std::floor(x), frac = x - f;
+    const bool up = frac > 0.5 || (frac == 0.5 && std::fmod(f, 2.0) != 0);
+    const double r = up ? f + 1 : f;
+    return r == 0 ? std::copysign(0.0, x) : r;
+  };
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const Tensor x = Tensor::from_vector(xs).to(t);
+    const std::vector<double> in = x.to(DType::kFloat64).to_vector<double>();
+    const Tensor y = round(x);
+    ASSERT_EQ(y.dtype(), t);
+    const std::vector<double> got = y.to(DType::kFloat64).to_vector<double>();
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double want = rint_by_definition(in[i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << in[i];
+      } else {
+        EXPECT_EQ(got[i], want) << in[i];
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << in[i];
+      }
+    }
+  }
+  test::expect_error([] { round(make_tensor({0, 1}, Shape{2}, DType::kBool)); }, ErrorCode::kDType, "round", "bool");
 }
 
 // ggml's exp (NOTE [LLM numerics]): within 2.5 ulp of float64 (2.2 measured) over the float range, subnormal
