@@ -129,7 +129,7 @@ TEST(Pipeline, SealingLeavesWrittenConstantsWritable) {
     const ValueId row = b.constant(reshape(slice(state, 0, 1, 2), {4}), "state_row");  // a view of state's storage
     const ValueId folded = b.node(OpId::k_add, {b.constant(other, "other"), b.constant(Tensor::scalar(1.0f))});
     const ValueId y = b.node(OpId::k_add, {b.node(OpId::k_matmul, {x, wv}), folded});
-    b.node(OpId::k_assign, {sv, b.node(OpId::k_add, {sv, sv})});
+    b.node_n(OpId::k_assign, {sv, b.node(OpId::k_add, {sv, sv})});  // no outputs: node_n, not node
     b.outputs({y, b.node(OpId::k_mul, {y, row})});
     PassOptions o;
     o.seal_constants = seal;
